@@ -1,0 +1,148 @@
+// Applies prisma/migrations offline with Prisma's WebAssembly schema engine: the native
+// engine cannot be downloaded everywhere intake is built. The bookkeeping
+// (`_prisma_migrations`) is the same as `prisma migrate deploy`, so either tool works.
+import { readFile, readdir } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const migrationsDir = path.join(root, 'prisma', 'migrations');
+export const schemaPath = path.join(root, 'prisma', 'schema.prisma');
+
+type Engine = {
+  applyMigrations(input: unknown): Promise<{ appliedMigrationNames: string[] }>;
+  diff(input: unknown): Promise<{ stdout: string | null; exitCode: number }>;
+  free(): void;
+};
+
+/** Node 20 imports `.wasm` only behind a flag, so instantiate the bytes ourselves. */
+async function loadEngineModule() {
+  const require = createRequire(import.meta.url);
+  const glueFile = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg');
+  const dir = path.dirname(glueFile);
+  const glue = await import(pathToFileURL(glueFile).href);
+  const bytes = await readFile(path.join(dir, 'schema_engine_bg.wasm'));
+  const { instance } = await WebAssembly.instantiate(bytes, { './schema_engine_bg.js': glue });
+  glue.__wbg_set_wasm(instance.exports);
+  (instance.exports.__wbindgen_start as () => void)();
+  return glue as { SchemaEngine: { new: (o: unknown, log: (s: string) => void, adapter: unknown) => Promise<Engine> } };
+}
+
+let engineModule: ReturnType<typeof loadEngineModule> | undefined;
+
+async function withEngine<T>(databaseUrl: string, work: (engine: Engine) => Promise<T>): Promise<T> {
+  engineModule ??= loadEngineModule();
+  const { SchemaEngine } = await engineModule;
+  const schema = await readFile(schemaPath, 'utf8');
+  const adapter = bindMigrationAwareSqlAdapterFactory(new PrismaPg({ connectionString: databaseUrl }));
+  const engine = await SchemaEngine.new({ datamodels: [[schemaPath, schema]] }, () => {}, adapter);
+  try {
+    return await work(engine);
+  } finally {
+    engine.free();
+  }
+}
+
+export async function listMigrations() {
+  const entries = (await readdir(migrationsDir, { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
+  const lockPath = path.join(migrationsDir, 'migration_lock.toml');
+  return {
+    baseDir: migrationsDir,
+    lockfile: { path: 'migration_lock.toml', content: await readFile(lockPath, 'utf8').catch(() => null) },
+    shadowDbInitScript: '',
+    migrationDirectories: await Promise.all(
+      entries.map(async (name) => ({
+        path: name,
+        migrationFile: {
+          path: 'migration.sql',
+          content: await readFile(path.join(migrationsDir, name, 'migration.sql'), 'utf8').then(
+            (value) => ({ tag: 'ok', value }),
+            (err: Error) => ({ tag: 'error', value: err.message }),
+          ),
+        },
+      })),
+    ),
+  };
+}
+
+/** CREATE DATABASE when the target does not exist yet (connects to the `postgres` database). */
+export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  if (!name) throw new Error('DATABASE_URL names no database');
+  url.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount) return false;
+    try {
+      await client.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`);
+    } catch (err) {
+      // Another process created it between our check and our CREATE.
+      if ((err as { code?: string }).code !== '42P04') throw err;
+      return false;
+    }
+    return true;
+  } finally {
+    await client.end();
+  }
+}
+
+// Several processes (tests, compose replicas) may migrate at once; one advisory lock
+// serializes them so none sees a half-applied history.
+const MIGRATE_LOCK = 72_616_001;
+
+export async function migrate(databaseUrl: string): Promise<{ createdDatabase: boolean; applied: string[] }> {
+  const createdDatabase = await ensureDatabase(databaseUrl);
+  const lock = new pg.Client({ connectionString: databaseUrl });
+  await lock.connect();
+  try {
+    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
+    const migrationsList = await listMigrations();
+    const out = await withEngine(databaseUrl, (engine) =>
+      engine.applyMigrations({ migrationsList, filters: { externalTables: [], externalEnums: [] } }),
+    );
+    return { createdDatabase, applied: out.appliedMigrationNames };
+  } finally {
+    await lock.end();
+  }
+}
+
+/**
+ * SQL that takes the migrations folder to the current schema.prisma (empty when in step).
+ * The engine replays the migrations into a scratch database, made and dropped here.
+ */
+export async function pendingSchemaSql(databaseUrl: string): Promise<string> {
+  const scratch = new URL(databaseUrl);
+  scratch.pathname = `/intake_shadow_${process.pid}_${Date.now()}`;
+  await ensureDatabase(scratch.toString());
+  const schema = await readFile(schemaPath, 'utf8');
+  const migrationsList = await listMigrations();
+  try {
+    const out = await withEngine(scratch.toString(), (engine) =>
+      engine.diff({
+        from: migrationsList.migrationDirectories.length ? { tag: 'migrations', ...migrationsList } : { tag: 'empty' },
+        to: { tag: 'schemaDatamodel', files: [{ path: schemaPath, content: schema }] },
+        script: true,
+        shadowDatabaseUrl: null,
+        exitCode: null,
+        filters: { externalTables: [], externalEnums: [] },
+      }),
+    );
+    return out.stdout ?? '';
+  } finally {
+    const admin = new URL(databaseUrl);
+    admin.pathname = '/postgres';
+    const client = new pg.Client({ connectionString: admin.toString() });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS "${scratch.pathname.slice(1)}" WITH (FORCE)`).finally(() => client.end());
+  }
+}
