@@ -38,36 +38,39 @@ type Frame =
   | { array: true; value: unknown[]; index: number }
   | { array: false; value: Record<string, unknown>; keys: string[]; index: number; wrote: boolean }
 
+interface State {
+  out: string[]
+  stack: Frame[]
+  // JSON.stringify throws on cycles; so must this, or it would never end.
+  ancestors: Set<object>
+}
+
+function openContainer(state: State, value: object): void {
+  if (state.ancestors.has(value)) throw new TypeError('Converting circular structure to JSON')
+  state.ancestors.add(value)
+  if (Array.isArray(value)) {
+    state.out.push('[')
+    state.stack.push({ array: true, value, index: 0 })
+  } else {
+    state.out.push('{')
+    const record = value as Record<string, unknown>
+    state.stack.push({ array: false, value: record, keys: Object.keys(record), index: 0, wrote: false })
+  }
+}
+
 // Exported for tests, which compare it with JSON.stringify on shallow input.
 export function serializeIteratively(root: unknown): string {
-  const out: string[] = []
-  const stack: Frame[] = []
-  // JSON.stringify throws on cycles; so must this, or it would never end.
-  const ancestors = new Set<object>()
+  const state: State = { out: [], stack: [], ancestors: new Set() }
+  const { out, stack } = state
 
-  // Writes a leaf, or opens a container. Returns false when the value is
-  // skipped (undefined, function, symbol).
-  const open = (value: unknown): boolean => {
-    if (!isJsonContainer(value)) {
-      const text = JSON.stringify(value)
-      if (text === undefined) return false
-      out.push(text)
-      return true
-    }
-    if (ancestors.has(value)) throw new TypeError('Converting circular structure to JSON')
-    ancestors.add(value)
-    if (Array.isArray(value)) {
-      out.push('[')
-      stack.push({ array: true, value, index: 0 })
-    } else {
-      out.push('{')
-      const record = value as Record<string, unknown>
-      stack.push({ array: false, value: record, keys: Object.keys(record), index: 0, wrote: false })
-    }
-    return true
+  const first = resolveJsonValue('', root)
+  if (isJsonContainer(first)) {
+    openContainer(state, first)
+  } else {
+    const text = JSON.stringify(first)
+    if (text === undefined) throw new TypeError('Value is not serializable to JSON')
+    out.push(text)
   }
-
-  if (!open(resolveJsonValue('', root))) throw new TypeError('Value is not serializable to JSON')
 
   while (stack.length > 0) {
     const frame = stack[stack.length - 1]
@@ -75,8 +78,10 @@ export function serializeIteratively(root: unknown): string {
       if (frame.index < frame.value.length) {
         const i = frame.index++
         if (i > 0) out.push(',')
+        const value = resolveJsonValue(String(i), frame.value[i])
+        if (isJsonContainer(value)) openContainer(state, value)
         // Unserializable array elements become null, as in JSON.stringify.
-        if (!open(resolveJsonValue(String(i), frame.value[i]))) out.push('null')
+        else out.push(JSON.stringify(value) ?? 'null')
         continue
       }
       out.push(']')
@@ -84,16 +89,20 @@ export function serializeIteratively(root: unknown): string {
       if (frame.index < frame.keys.length) {
         const key = frame.keys[frame.index++]
         const value = resolveJsonValue(key, frame.value[key])
-        if (!isJsonContainer(value) && JSON.stringify(value) === undefined) continue
+        const container = isJsonContainer(value)
+        const text = container ? '' : JSON.stringify(value)
+        // Unserializable object members are left out, as in JSON.stringify.
+        if (text === undefined) continue
         out.push(frame.wrote ? ',' : '', JSON.stringify(key), ':')
         frame.wrote = true
-        open(value)
+        if (container) openContainer(state, value)
+        else out.push(text)
         continue
       }
       out.push('}')
     }
     stack.pop()
-    ancestors.delete(frame.value)
+    state.ancestors.delete(frame.value)
   }
   return out.join('')
 }

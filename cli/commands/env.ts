@@ -1,0 +1,30 @@
+import { isValidEnvironmentKey } from '../../common/domain/environment-header.ts';
+import { isValidPathValue } from '../../common/domain/org-slug.ts';
+import { readArgs } from '../args.ts';
+import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
+import { uniqueAs } from './org.ts';
+
+/** env create <org-slug> <path-value> --key <environment-key> */
+export async function envCreate(deps: OperatorDeps, argv: string[]) {
+  const { positionals: [orgSlug, pathValue], values } = readArgs(argv, { key: 'string' }, ['org-slug', 'path-value']);
+  const key = values.key;
+  if (!isValidPathValue(pathValue)) throw new OperatorError(`invalid path value ${JSON.stringify(pathValue)}: 1-63 lowercase letters, digits, hyphens or underscores, starting and ending with a letter or digit`);
+  if (key === undefined) throw new OperatorError('--key <environment-key> is required');
+  if (!isValidEnvironmentKey(key)) throw new OperatorError(`invalid environment key ${JSON.stringify(key)}: 1-32 lowercase letters, digits or hyphens, not prod or production`);
+  const org = await deps.db.organization.findUnique({ where: { slug: orgSlug } });
+  if (!org) throw new OperatorError(`organization ${orgSlug} does not exist`);
+  await deps.db.environment
+    .create({ data: { organizationId: org.id, pathValue, environmentKey: key, isProduction: false } })
+    .catch(uniqueAs(`path value ${pathValue} or environment key ${key} is already taken`));
+  return { org: orgSlug, pathValue, key };
+}
+
+/** env remove <org-slug> <path-value>: requests for it answer 403 from now on, keys included. */
+export async function envRemove(deps: OperatorDeps, argv: string[]) {
+  const { positionals: [orgSlug, pathValue] } = readArgs(argv, {}, ['org-slug', 'path-value']);
+  const { env } = await findEnvironment(deps.db, orgSlug, pathValue);
+  if (env.isProduction) throw new OperatorError('Production cannot be removed');
+  if (!env.removedAt) await deps.db.environment.update({ where: { id: env.id }, data: { removedAt: new Date() } });
+  await deps.invalidateAuthCaches();
+  return { org: orgSlug, pathValue, removed: true };
+}

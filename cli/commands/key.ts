@@ -1,0 +1,34 @@
+import { generateApiKey, hashApiKey, keySuffix } from '../../common/domain/api-key.ts';
+import { readArgs } from '../args.ts';
+import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
+
+/** key create <org-slug> [--env <path-value>]: the only time the key itself is printed. */
+export async function keyCreate(deps: OperatorDeps, argv: string[]) {
+  const { positionals: [orgSlug], values } = readArgs(argv, { env: 'string' }, ['org-slug']);
+  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  if (env.removedAt) throw new OperatorError(`environment ${env.pathValue} is removed`);
+  const key = generateApiKey();
+  await deps.db.apiKey.create({ data: { environmentId: env.id, hash: hashApiKey(key), suffix: keySuffix(key) } });
+  // Gateways may have cached a miss for this hash (someone guessing); drop it.
+  await deps.invalidateAuthCaches();
+  return { key, suffix: keySuffix(key), status: 'active', environment: env.pathValue };
+}
+
+/** key list <org-slug> [--env <path-value>] */
+export async function keyList(deps: OperatorDeps, argv: string[]) {
+  const { positionals: [orgSlug], values } = readArgs(argv, { env: 'string' }, ['org-slug']);
+  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  const keys = await deps.db.apiKey.findMany({ where: { environmentId: env.id }, orderBy: { createdAt: 'asc' } });
+  return keys.map((k) => ({ suffix: k.suffix, status: k.status, environment: env.pathValue, createdAt: k.createdAt.getTime() }));
+}
+
+/** key revoke <org-slug> <suffix> [--env <path-value>]: 401 on every gateway from the moment this returns. */
+export async function keyRevoke(deps: OperatorDeps, argv: string[]) {
+  const { positionals: [orgSlug, suffix], values } = readArgs(argv, { env: 'string' }, ['org-slug', 'suffix']);
+  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  const keys = await deps.db.apiKey.findMany({ where: { environmentId: env.id, suffix } });
+  if (!keys.length) throw new OperatorError(`no key ending in ${suffix} in ${env.pathValue}`);
+  await deps.db.apiKey.updateMany({ where: { environmentId: env.id, suffix, status: 'active' }, data: { status: 'revoked', revokedAt: new Date() } });
+  await deps.invalidateAuthCaches();
+  return { suffix, status: 'revoked' };
+}

@@ -1,0 +1,49 @@
+import { isValidOrgSlug } from '../../common/domain/org-slug.ts';
+import { PRODUCTION_KEY } from '../../common/domain/environment-header.ts';
+import { readArgs } from '../args.ts';
+import { OperatorError, type OperatorDeps } from '../operator.ts';
+
+export const FEATURES = ['join-by-email', 'attribute-trigger'] as const;
+
+function parseFeatures(raw: string | undefined): string[] {
+  const list = (raw ?? '').split(',').map((f) => f.trim()).filter(Boolean);
+  const unknown = list.filter((f) => !(FEATURES as readonly string[]).includes(f));
+  if (unknown.length) throw new OperatorError(`unknown feature ${unknown.join(', ')} (known: ${FEATURES.join(', ')})`);
+  return [...new Set(list)].sort();
+}
+
+/** org create <slug> [--features f1,f2]: the organization and its Production environment. */
+export async function orgCreate(deps: OperatorDeps, argv: string[]) {
+  const { positionals: [slug], values } = readArgs(argv, { features: 'string' }, ['slug']);
+  if (!isValidOrgSlug(slug)) throw new OperatorError(`invalid slug ${JSON.stringify(slug)}: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit`);
+  const features = parseFeatures(values.features);
+  if (await deps.db.environment.findUnique({ where: { pathValue: slug } })) {
+    throw new OperatorError(`slug ${slug} is already taken`);
+  }
+  const org = await deps.db.organization
+    .create({
+      data: { slug, features, environments: { create: { pathValue: slug, environmentKey: PRODUCTION_KEY, isProduction: true } } },
+    })
+    .catch(uniqueAs(`slug ${slug} is already taken`));
+  return { slug: org.slug, features: org.features };
+}
+
+/** org features <slug> --set f1,f2 */
+export async function orgFeatures(deps: OperatorDeps, argv: string[]) {
+  const { positionals: [slug], values } = readArgs(argv, { set: 'string' }, ['slug']);
+  if (values.set === undefined) throw new OperatorError('--set is required (an empty value clears every feature)');
+  const features = parseFeatures(values.set);
+  const org = await deps.db.organization.update({ where: { slug }, data: { features } }).catch((err) => {
+    if ((err as { code?: string }).code === 'P2025') throw new OperatorError(`organization ${slug} does not exist`);
+    throw err;
+  });
+  return { slug: org.slug, features: org.features };
+}
+
+/** Turns a unique-constraint violation (a concurrent create) into an operator message. */
+export function uniqueAs(message: string) {
+  return (err: unknown): never => {
+    if ((err as { code?: string }).code === 'P2002') throw new OperatorError(message);
+    throw err;
+  };
+}

@@ -1,0 +1,130 @@
+// The `intake` command and the only composition root: it reads the configuration, builds
+// the clients and hands them to the gateway, the workers or an operator command.
+import { ConfigError, loadConfig, type Config } from '../common/config.ts';
+import { createDb, type Db } from '../common/db.ts';
+import { createLogger, type Logger } from '../common/logger.ts';
+import { migrate } from '../common/migrate.ts';
+import { cacheInvalidationChannel, createEventsQueue } from '../common/queues.ts';
+import { createRedis } from '../common/redis.ts';
+import { startGateway } from '../gateway/server.ts';
+import { startWorkers } from '../workers/main.ts';
+import { UsageError } from './args.ts';
+import { envCreate, envRemove } from './commands/env.ts';
+import { eventsGet, eventsNames } from './commands/events.ts';
+import { keyCreate, keyList, keyRevoke } from './commands/key.ts';
+import { orgCreate, orgFeatures } from './commands/org.ts';
+import { OperatorError, type OperatorDeps } from './operator.ts';
+
+type Operator = (deps: OperatorDeps, argv: string[]) => Promise<unknown>;
+
+const operators: Record<string, Record<string, Operator>> = {
+  org: { create: orgCreate, features: orgFeatures },
+  env: { create: envCreate, remove: envRemove },
+  key: { create: keyCreate, list: keyList, revoke: keyRevoke },
+  events: { names: eventsNames, get: eventsGet },
+};
+
+const USAGE = `usage: intake <command>
+
+processes:
+  gateway                 HTTP gateway (PORT, HOST)
+  worker                  queue workers
+  migrate                 apply prisma/migrations, creating the database if missing
+  dev                     migrate, then gateway and worker in one process
+
+operator commands (one JSON document on stdout):
+  org create <slug> [--features f1,f2]
+  org features <slug> --set f1,f2
+  env create <org-slug> <path-value> --key <environment-key>
+  env remove <org-slug> <path-value>
+  key create <org-slug> [--env <path-value>]
+  key list <org-slug> [--env <path-value>]
+  key revoke <org-slug> <suffix> [--env <path-value>]
+  events names <org-slug> [--env <path-value>] [--days 30]
+  events get <org-slug> <messageId> [--env <path-value>]`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, sub, ...rest] = argv;
+  if (!command || command === 'help' || command === '--help') {
+    console.log(USAGE);
+    return command ? 0 : 2;
+  }
+  const config = loadConfig();
+  switch (command) {
+    case 'migrate': {
+      const result = await migrate(config.databaseUrl);
+      console.log(JSON.stringify(result));
+      return 0;
+    }
+    case 'gateway':
+      return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })]);
+    case 'worker':
+      return runProcess(config, 'worker', async (db, log) => [await startWorkers({ config, db, log })]);
+    case 'dev':
+      await migrate(config.databaseUrl);
+      return runProcess(config, 'dev', async (db, log) => [await startWorkers({ config, db, log }), await startGateway({ config, db, log })]);
+  }
+  const run = operators[command]?.[sub ?? ''];
+  if (!run) throw new UsageError(`unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
+  return runOperator(config, run, rest);
+}
+
+/** A long-running process: start, then on SIGTERM/SIGINT drain and close in reverse order. */
+async function runProcess(config: Config, name: string, start: (db: Db, log: Logger) => Promise<{ close(): Promise<void> }[]>): Promise<number> {
+  const log = createLogger(config.logLevel, name);
+  const db = createDb(config, log);
+  const parts = await start(db, log);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      log.info({ signal }, 'shutting down');
+      resolve();
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  const force = setTimeout(() => {
+    log.error('shutdown took too long; exiting');
+    process.exit(1);
+  }, config.shutdownTimeoutMs + 5000).unref();
+  for (const part of parts.reverse()) await part.close();
+  await db.$disconnect();
+  clearTimeout(force);
+  return 0;
+}
+
+async function runOperator(config: Config, run: Operator, argv: string[]): Promise<number> {
+  const db = createDb(config);
+  let redis: ReturnType<typeof createRedis> | undefined;
+  const connect = () => (redis ??= createRedis(config, 'worker'));
+  let queue: ReturnType<typeof createEventsQueue> | undefined;
+  const deps: OperatorDeps = {
+    config,
+    db,
+    async invalidateAuthCaches() {
+      const publish = connect().publish(cacheInvalidationChannel(config), String(Date.now()));
+      const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 3000).unref());
+      await Promise.race([publish, timeout]).catch(() => {
+        console.error('warning: Redis unreachable; gateways read keys through to PostgreSQL until they reconnect');
+      });
+    },
+    eventsQueue: () => (queue ??= createEventsQueue(config, connect())),
+  };
+  try {
+    console.log(JSON.stringify(await run(deps, argv)));
+    return 0;
+  } finally {
+    await queue?.close().catch(() => {});
+    redis?.disconnect();
+    await db.$disconnect();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    const expected = err instanceof OperatorError || err instanceof UsageError || err instanceof ConfigError;
+    console.error(expected ? `intake: ${err.message}` : `intake: ${err.stack ?? err.message}`);
+    if (err instanceof UsageError) console.error(USAGE);
+    process.exit(expected && !(err instanceof UsageError) ? 1 : 2);
+  },
+);

@@ -1,0 +1,22 @@
+import pg from 'pg';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from './generated/prisma/client.ts';
+import type { Config } from './config.ts';
+import type { Logger } from './logger.ts';
+
+export type Db = PrismaClient;
+
+/** One client and one pool per process. */
+export function createDb(config: Pick<Config, 'databaseUrl' | 'databasePoolSize'>, log?: Logger): Db {
+  const pool = new pg.Pool({
+    connectionString: config.databaseUrl,
+    max: config.databasePoolSize,
+    // While PostgreSQL is unreachable callers fail within seconds instead of queueing forever.
+    connectionTimeoutMillis: 3000,
+    query_timeout: 10_000,
+    keepAlive: true,
+  });
+  // An idle client losing its server emits on the pool; unhandled, that kills the process.
+  pool.on('error', (err) => log?.warn({ err: err.message }, 'postgres connection lost'));
+  return new PrismaClient({ adapter: new PrismaPg(pool) });
+}

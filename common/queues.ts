@@ -1,0 +1,53 @@
+import { createHash } from 'node:crypto';
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Config } from './config.ts';
+import type { Redis } from './redis.ts';
+
+export const EVENTS_QUEUE = 'events';
+
+/**
+ * Contract of a job on the events queue (written by gateway/handlers/track.ts, read by
+ * workers/persist-event.ts):
+ * - `payload` is the accepted Track event serialized once by the gateway; it travels as a
+ *   string inside the job's JSON, which is why quotes count twice in the size measure;
+ * - `receivedAt` is the gateway's acceptance time (epoch ms), `timestampMs` the caller's
+ *   `timestamp` parsed.
+ */
+export interface EventJob {
+  environmentId: string;
+  messageId: string;
+  receivedAt: number;
+  timestampMs: number;
+  payload: string;
+}
+
+/**
+ * BullMQ rejects custom ids containing ':' and messageIds are free text, so the id is a
+ * hash. It only dedupes jobs still in Redis; the events table's unique key is the guarantee.
+ */
+export function jobIdFor(environmentId: string, messageId: string): string {
+  return 'e' + createHash('sha256').update(environmentId).update('\0').update(messageId).digest('base64url').slice(0, 32);
+}
+
+export function eventJobOptions(config: Pick<Config, 'jobAttempts' | 'jobBackoffMs'>): JobsOptions {
+  return {
+    attempts: config.jobAttempts,
+    backoff: { type: 'exponential', delay: config.jobBackoffMs },
+    removeOnComplete: { age: 3600, count: 50_000 },
+    // Failed jobs stay for inspection (dashboard, `intake events get`).
+    removeOnFail: false,
+  };
+}
+
+export function createEventsQueue(config: Pick<Config, 'queuePrefix' | 'jobAttempts' | 'jobBackoffMs'>, connection: Redis): Queue<EventJob> {
+  return new Queue<EventJob>(EVENTS_QUEUE, {
+    connection,
+    prefix: config.queuePrefix,
+    defaultJobOptions: eventJobOptions(config),
+  });
+}
+
+/** Redis channel on which operator commands tell every gateway to drop cached key lookups. */
+export function cacheInvalidationChannel(config: Pick<Config, 'queuePrefix'>): string {
+  return `${config.queuePrefix}:auth-cache:invalidate`;
+}

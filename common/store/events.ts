@@ -1,0 +1,74 @@
+import type { Db } from '../db.ts';
+import { fromPgText, toPgText } from '../domain/pg-text.ts';
+
+export type EventStatus = 'processed' | 'failed';
+
+export interface EventRow {
+  environmentId: string;
+  messageId: string;
+  event: string;
+  userId: string | null;
+  anonymousId: string | null;
+  timestampMs: number;
+  receivedAt: number;
+  payload: string;
+  status: EventStatus;
+  withinLimits: boolean;
+  limitReason: string | null;
+  drivesJourneys: boolean;
+  error: string | null;
+}
+
+/** One row per environment and messageId: a repeat (redelivery, crash retry, second gateway) stores nothing. */
+export async function insertEventOnce(db: Db, row: EventRow): Promise<boolean> {
+  const inserted = await db.$executeRaw`
+    INSERT INTO events (environment_id, message_id, event, user_id, anonymous_id, "timestamp", received_at,
+                        payload, status, within_limits, limit_reason, drives_journeys, error)
+    VALUES (${row.environmentId}::uuid, ${toPgText(row.messageId)}, ${toPgText(row.event)},
+            ${row.userId === null ? null : toPgText(row.userId)}, ${row.anonymousId === null ? null : toPgText(row.anonymousId)},
+            ${new Date(row.timestampMs)}, ${new Date(row.receivedAt)}, ${row.payload}, ${row.status},
+            ${row.withinLimits}, ${row.limitReason}, ${row.drivesJourneys}, ${row.error})
+    ON CONFLICT (environment_id, message_id) DO NOTHING`;
+  return inserted === 1;
+}
+
+export interface StoredEvent {
+  messageId: string;
+  status: EventStatus;
+  receivedAt: number;
+  processedAt: number;
+  withinLimits: boolean;
+  limitReason: string | null;
+  drivesJourneys: boolean;
+  error: string | null;
+  event: unknown;
+}
+
+export async function findEvent(db: Db, environmentId: string, messageId: string): Promise<StoredEvent | null> {
+  const row = await db.event.findUnique({ where: { environmentId_messageId: { environmentId, messageId: toPgText(messageId) } } });
+  if (!row) return null;
+  return {
+    messageId,
+    status: row.status as EventStatus,
+    receivedAt: row.receivedAt.getTime(),
+    processedAt: row.processedAt.getTime(),
+    withinLimits: row.withinLimits,
+    limitReason: row.limitReason,
+    drivesJourneys: row.drivesJourneys,
+    error: row.error,
+    event: JSON.parse(row.payload),
+  };
+}
+
+/** The custom events list: names received in the environment in the last `days` days. */
+export async function eventNames(db: Db, environmentId: string, days: number): Promise<{ event: string; lastSeenAt: number; count: number }[]> {
+  const since = new Date(Date.now() - days * 86_400_000);
+  const rows = await db.event.groupBy({
+    by: ['event'],
+    where: { environmentId, receivedAt: { gte: since } },
+    _max: { receivedAt: true },
+    _count: { _all: true },
+    orderBy: { event: 'asc' },
+  });
+  return rows.map((r) => ({ event: fromPgText(r.event), lastSeenAt: r._max.receivedAt!.getTime(), count: r._count._all }));
+}

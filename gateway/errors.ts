@@ -1,0 +1,54 @@
+// Every HTTP error of the specification, one named constructor per row of its tables.
+// Thrown anywhere in a request; turned into a response only in middleware/respond-errors.ts.
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: Record<string, unknown>,
+  ) {
+    super(typeof body.error === 'string' ? body.error : `HTTP ${status}`);
+  }
+}
+
+export interface IdentifyIssue {
+  code: string;
+  path: (string | number)[];
+  message: string;
+  expected?: string;
+  received?: string;
+}
+
+export const MESSAGES = {
+  invalidOrgSlug: 'Invalid org slug',
+  invalidEnvironment: 'Invalid environment',
+  missingApiKey: 'Missing API key',
+  invalidApiKey: 'Invalid API key',
+  forbidden: 'Forbidden',
+  invalidJson: 'Invalid JSON',
+  trackTooLarge: 'Track event is too large',
+  eventStorageUnavailable: 'Event storage is unavailable',
+  internal: 'Internal error',
+  profileNotFound: 'Profile not found',
+  identifyInvalid: 'Invalid Identify call',
+  timestampTooFarAhead: 'timestamp cannot be more than 5 minutes in the future',
+} as const;
+
+/** The plain-text body of every unmatched path or method. */
+export const NOT_FOUND_TEXT = '404 Not Found';
+
+const error = (status: number, message: string) => new ApiError(status, { error: message });
+
+export const invalidOrgSlug = () => error(400, MESSAGES.invalidOrgSlug);
+export const invalidEnvironment = () => error(400, MESSAGES.invalidEnvironment);
+export const missingApiKey = () => error(401, MESSAGES.missingApiKey);
+export const invalidApiKey = () => error(401, MESSAGES.invalidApiKey);
+export const forbidden = () => error(403, MESSAGES.forbidden);
+export const trackInvalid = (message: string) => error(400, message);
+export const invalidJson = () => error(400, MESSAGES.invalidJson);
+export const trackTooLarge = () => error(413, MESSAGES.trackTooLarge);
+export const eventStorageUnavailable = () => error(503, MESSAGES.eventStorageUnavailable);
+export const internal = () => error(500, MESSAGES.internal);
+export const profileNotFound = () => error(404, MESSAGES.profileNotFound);
+export const identifyInvalid = (issues: IdentifyIssue[]) => new ApiError(400, { error: MESSAGES.identifyInvalid, issues });
+export const timestampTooFarAhead = () => error(400, MESSAGES.timestampTooFarAhead);
+export const messageIdConflict = (id: string) => error(409, `messageId ${id} was already used for a different call`);

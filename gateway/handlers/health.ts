@@ -1,0 +1,40 @@
+import type { Middleware } from 'koa';
+import type { Registry } from 'prom-client';
+import type { Db } from '../../common/db.ts';
+import type { Redis } from '../../common/redis.ts';
+
+/** Process is up. */
+export const healthz: Middleware = async function healthz(ctx) {
+  ctx.body = { status: 'ok' };
+};
+
+/** PostgreSQL and Redis both answer within a second. */
+export function readyz(deps: { db: Db; redis: Redis }): Middleware {
+  return async function readyz(ctx) {
+    const [postgres, redis] = await Promise.all([
+      answers(deps.db.$queryRaw`SELECT 1`),
+      answers(deps.redis.ping()),
+    ]);
+    ctx.status = postgres && redis ? 200 : 503;
+    ctx.body = { status: postgres && redis ? 'ready' : 'unavailable', postgres, redis };
+  };
+}
+
+export function metrics(registry: Registry): Middleware {
+  return async function metrics(ctx) {
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
+  };
+}
+
+async function answers(probe: Promise<unknown>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([probe, new Promise((_, reject) => (timer = setTimeout(reject, 1000)))]);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,50 @@
+import Router, { type RouterMiddleware } from '@koa/router';
+import type { Queue } from 'bullmq';
+import type { Registry } from 'prom-client';
+import type { Config } from '../common/config.ts';
+import type { Db } from '../common/db.ts';
+import type { EventJob } from '../common/queues.ts';
+import type { Redis } from '../common/redis.ts';
+import type { AuthCache } from './auth-cache.ts';
+import { invalidJson, trackTooLarge } from './errors.ts';
+import { healthz, metrics, readyz } from './handlers/health.ts';
+import { track } from './handlers/track.ts';
+import { apiKey } from './middleware/api-key.ts';
+import { environmentBinding } from './middleware/environment-binding.ts';
+import { environmentHeader } from './middleware/environment-header.ts';
+import { jsonBody } from './middleware/json-body.ts';
+import { orgSlug } from './middleware/org-slug.ts';
+import { trackSize } from './middleware/track-size.ts';
+import { validateTrack } from './middleware/validate.ts';
+import type { IngestState } from './state.ts';
+
+export interface GatewayDeps {
+  config: Config;
+  db: Db;
+  redis: Redis;
+  eventsQueue: Queue<EventJob>;
+  authCache: AuthCache;
+  registry: Registry;
+}
+
+/** The route table: one line per endpoint, its checks in product.md's order. */
+export function createRouter(deps: GatewayDeps): Router<IngestState> {
+  const { config } = deps;
+  // strict: no trailing slash; sensitive: paths match exactly.
+  const router = new Router<IngestState>({ strict: true, sensitive: true });
+  const ingest = [orgSlug, environmentHeader, apiKey(deps.authCache), environmentBinding];
+  const trackBody = jsonBody(config.trackRawBodyLimit, { tooLarge: trackTooLarge, notJson: invalidJson });
+
+  router.post('/api/track/:orgSlug', named('track'), ...ingest, trackBody, trackSize, validateTrack, track({ eventsQueue: deps.eventsQueue, enqueueTimeoutMs: config.enqueueTimeoutMs }));
+  router.get('/healthz', healthz);
+  router.get('/readyz', readyz(deps));
+  router.get('/metrics', metrics(deps.registry));
+  return router;
+}
+
+function named(route: string): RouterMiddleware<IngestState> {
+  return async (ctx, next) => {
+    ctx.state.route = route;
+    await next();
+  };
+}

@@ -1,0 +1,17 @@
+import type { BoundEnvironment } from '../common/store/environments.ts';
+import type { TrackEvent } from '../common/validation/track.ts';
+
+/** Per-request state; each middleware of the check chain fills one field, in order. */
+export interface IngestState {
+  requestId: string;
+  receivedAt: number;
+  route?: string;
+  pathValue: string; // check 2
+  environmentKey: string; // check 3 (`prod` when the header is absent)
+  apiKeyHash: string; // check 4
+  environment: BoundEnvironment; // check 5
+  body: unknown; // check 6a: parsed JSON
+  storedPayload: string; // check 6 (Track): the event as it will be stored
+  track: TrackEvent; // check 6b
+  timestampMs: number;
+}
