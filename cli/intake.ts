@@ -4,8 +4,6 @@ import { ConfigError, loadConfig, type Config } from '../common/config.ts';
 import { createDb, type Db } from '../common/db.ts';
 import { createLogger, type Logger } from '../common/logger.ts';
 import { migrate } from '../common/migrate.ts';
-import { cacheInvalidationChannel, createEventsQueue } from '../common/queues.ts';
-import { createRedis } from '../common/redis.ts';
 import { startGateway } from '../gateway/server.ts';
 import { startWorkers } from '../workers/main.ts';
 import { UsageError } from './args.ts';
@@ -13,7 +11,7 @@ import { envCreate, envRemove } from './commands/env.ts';
 import { eventsGet, eventsNames } from './commands/events.ts';
 import { keyCreate, keyList, keyRevoke } from './commands/key.ts';
 import { orgCreate, orgFeatures } from './commands/org.ts';
-import { OperatorError, type OperatorDeps } from './operator.ts';
+import { OperatorError, openOperator, type OperatorDeps } from './operator.ts';
 
 type Operator = (deps: OperatorDeps, argv: string[]) => Promise<unknown>;
 
@@ -93,29 +91,12 @@ async function runProcess(config: Config, name: string, start: (db: Db, log: Log
 }
 
 async function runOperator(config: Config, run: Operator, argv: string[]): Promise<number> {
-  const db = createDb(config);
-  let redis: ReturnType<typeof createRedis> | undefined;
-  const connect = () => (redis ??= createRedis(config, 'worker'));
-  let queue: ReturnType<typeof createEventsQueue> | undefined;
-  const deps: OperatorDeps = {
-    config,
-    db,
-    async invalidateAuthCaches() {
-      const publish = connect().publish(cacheInvalidationChannel(config), String(Date.now()));
-      const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 3000).unref());
-      await Promise.race([publish, timeout]).catch(() => {
-        console.error('warning: Redis unreachable; gateways read keys through to PostgreSQL until they reconnect');
-      });
-    },
-    eventsQueue: () => (queue ??= createEventsQueue(config, connect())),
-  };
+  const operator = openOperator(config);
   try {
-    console.log(JSON.stringify(await run(deps, argv)));
+    console.log(JSON.stringify(await run(operator, argv)));
     return 0;
   } finally {
-    await queue?.close().catch(() => {});
-    redis?.disconnect();
-    await db.$disconnect();
+    await operator.close();
   }
 }
 

@@ -1,7 +1,8 @@
 import type { Queue } from 'bullmq';
 import type { Config } from '../common/config.ts';
-import type { Db } from '../common/db.ts';
-import type { EventJob } from '../common/queues.ts';
+import { createDb, type Db } from '../common/db.ts';
+import { cacheInvalidationChannel, createEventsQueue, type EventJob } from '../common/queues.ts';
+import { createRedis, type Redis } from '../common/redis.ts';
 
 /** What operator commands work with; built once in cli/intake.ts. */
 export interface OperatorDeps {
@@ -23,4 +24,29 @@ export async function findEnvironment(db: Db, orgSlug: string, pathValue: string
   });
   if (!env) throw new OperatorError(`environment ${pathValue} does not exist in ${orgSlug}`);
   return { org, env };
+}
+
+/** Clients for operator commands, opened lazily (most commands need only PostgreSQL). */
+export function openOperator(config: Config, db: Db = createDb(config)): OperatorDeps & { close(): Promise<void> } {
+  let redis: Redis | undefined;
+  let queue: Queue<EventJob> | undefined;
+  const connect = () => (redis ??= createRedis(config, 'worker'));
+  return {
+    config,
+    db,
+    async invalidateAuthCaches() {
+      const publish = connect().publish(cacheInvalidationChannel(config), String(Date.now()));
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), 3000)));
+      await Promise.race([publish, timeout])
+        .catch(() => console.error('warning: Redis unreachable; gateways read keys through to PostgreSQL until they reconnect'))
+        .finally(() => clearTimeout(timer));
+    },
+    eventsQueue: () => (queue ??= createEventsQueue(config, connect())),
+    async close() {
+      await queue?.close().catch(() => {});
+      redis?.disconnect();
+      await db.$disconnect();
+    },
+  };
 }

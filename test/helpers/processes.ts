@@ -1,0 +1,68 @@
+// Gateways and workers: in-process (fast) or as child processes of `bin/intake.js`
+// (for races between processes, SIGKILL and SIGTERM).
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createLogger } from '../../common/logger.ts';
+import { startGateway } from '../../gateway/server.ts';
+import { startWorkers } from '../../workers/main.ts';
+import type { Harness } from './services.ts';
+
+const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/intake.js');
+
+export async function gatewayInProcess(h: Harness) {
+  const gateway = await startGateway({ config: h.config, db: h.db, log: createLogger('silent', 'test-gateway') });
+  return { url: `http://127.0.0.1:${gateway.port}`, close: () => gateway.close() };
+}
+
+export async function workerInProcess(h: Harness) {
+  return startWorkers({ config: h.config, db: h.db, log: createLogger('silent', 'test-worker') });
+}
+
+export interface Child {
+  process: ChildProcess;
+  url: string;
+  output(): string;
+  /** Resolves with the exit code (or signal) when the process ends. */
+  exited: Promise<number | string | null>;
+  kill(signal?: NodeJS.Signals): Promise<number | string | null>;
+}
+
+/** Start `intake <command>` with the harness's environment; resolves once it says it is up. */
+export function spawnIntake(command: 'gateway' | 'worker', env: Record<string, string>, timeoutMs = 30_000): Promise<Child> {
+  const child = spawn(process.execPath, [bin, command], {
+    env: { ...process.env, ...env, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+  const ready = command === 'gateway' ? /"msg":"gateway listening"/ : /"msg":"worker started"/;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`intake ${command} did not start:\n${out}`));
+    }, timeoutMs);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      if (!ready.test(out)) return;
+      clearTimeout(timer);
+      const port = /"port":(\d+)/.exec(out)?.[1];
+      resolve({
+        process: child,
+        url: port ? `http://127.0.0.1:${port}` : '',
+        output: () => out,
+        exited,
+        kill: (signal = 'SIGTERM') => {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          return exited;
+        },
+      });
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.once('exit', () => {
+      clearTimeout(timer);
+      reject(new Error(`intake ${command} exited early:\n${out}`));
+    });
+  });
+}

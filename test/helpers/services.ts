@@ -1,0 +1,83 @@
+// The real PostgreSQL and Redis of this machine. Each test file gets its own queue prefix
+// (so workers of one file never take another's jobs) and each test its own tenant.
+import { randomBytes } from 'node:crypto';
+import { loadConfig, type Config } from '../../common/config.ts';
+import { createDb, type Db } from '../../common/db.ts';
+import { migrate } from '../../common/migrate.ts';
+import { keyCreate } from '../../cli/commands/key.ts';
+import { envCreate } from '../../cli/commands/env.ts';
+import { orgCreate } from '../../cli/commands/org.ts';
+import { openOperator, type OperatorDeps } from '../../cli/operator.ts';
+
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_test';
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Environment variables for a process under test (in-process config or a child's env). */
+export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: TEST_DATABASE_URL,
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: `test-${randomBytes(6).toString('hex')}`,
+    LOG_LEVEL: 'silent',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_POOL_SIZE: '4',
+    ...overrides,
+  };
+}
+
+export function testConfig(env: Record<string, string> = testEnv()): Config {
+  return loadConfig({ ...process.env, ...env });
+}
+
+let migrated: Promise<unknown> | undefined;
+/** Migrate the test database once per test process (an advisory lock serializes processes). */
+export function migrateOnce(): Promise<unknown> {
+  return (migrated ??= migrate(TEST_DATABASE_URL));
+}
+
+export interface Harness {
+  config: Config;
+  env: Record<string, string>;
+  db: Db;
+  operator: OperatorDeps;
+  close(): Promise<void>;
+}
+
+export async function openHarness(overrides: Record<string, string> = {}): Promise<Harness> {
+  await migrateOnce();
+  const env = testEnv(overrides);
+  const config = testConfig(env);
+  const db = createDb(config);
+  const operator = openOperator(config, db);
+  return { config, env, db, operator, close: () => operator.close() };
+}
+
+export interface Tenant {
+  slug: string;
+  key: string;
+  suffix: string;
+  environmentId: string;
+}
+
+export function uniqueSlug(prefix = 't'): string {
+  return `${prefix}-${randomBytes(5).toString('hex')}`;
+}
+
+/** A fresh organization with Production and one active key. */
+export async function newTenant(h: Harness, features?: string): Promise<Tenant> {
+  const slug = uniqueSlug();
+  await orgCreate(h.operator, features ? [slug, '--features', features] : [slug]);
+  const created = await keyCreate(h.operator, [slug]);
+  const env = await h.db.environment.findUniqueOrThrow({ where: { pathValue: slug } });
+  return { slug, key: created.key, suffix: created.suffix, environmentId: env.id };
+}
+
+/** A non-production environment of a tenant's organization, with its own key. */
+export async function newEnvironment(h: Harness, tenant: Tenant, envKey = `test-${randomBytes(3).toString('hex')}`) {
+  const pathValue = `${tenant.slug}_${envKey.replaceAll('-', '_')}`;
+  await envCreate(h.operator, [tenant.slug, pathValue, '--key', envKey]);
+  const created = await keyCreate(h.operator, [tenant.slug, '--env', pathValue]);
+  const env = await h.db.environment.findUniqueOrThrow({ where: { pathValue } });
+  return { pathValue, envKey, key: created.key, suffix: created.suffix, environmentId: env.id };
+}
