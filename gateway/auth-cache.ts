@@ -19,7 +19,7 @@ interface Entry {
 
 const MAX_ENTRIES = 100_000;
 
-export async function createAuthCache(deps: { db: Db; subscriber: Redis; channel: string; ttlMs: number; log: Logger }): Promise<AuthCache> {
+export function createAuthCache(deps: { db: Db; subscriber: Redis; channel: string; ttlMs: number; log: Logger }): AuthCache {
   const { db, subscriber, channel, ttlMs, log } = deps;
   const entries = new Map<string, Entry>();
   // Bumped on every invalidation so a lookup that raced with one does not store a stale row.
@@ -31,21 +31,22 @@ export async function createAuthCache(deps: { db: Db; subscriber: Redis; channel
     entries.clear();
   };
   subscriber.on('message', (ch) => ch === channel && invalidate());
+  // ioredis re-subscribes on reconnect; anything published while we were away was missed.
   subscriber.on('ready', () => {
-    // ioredis re-subscribes on reconnect; anything published meanwhile was missed.
     invalidate();
     listening = true;
   });
-  subscriber.on('close', () => {
-    listening = false;
-    invalidate();
-  });
-  try {
-    await subscriber.subscribe(channel);
-    listening = subscriber.status === 'ready';
-  } catch (err) {
-    log.warn({ err: (err as Error).message }, 'auth cache: subscription unavailable, reading keys through');
+  for (const lost of ['close', 'reconnecting', 'end'] as const) {
+    subscriber.on(lost, () => {
+      listening = false;
+      invalidate();
+    });
   }
+  // Not awaited: a gateway must start (and answer) while Redis is down.
+  subscriber.subscribe(channel).then(
+    () => (listening = subscriber.status === 'ready'),
+    (err: Error) => log.warn({ err: err.message }, 'auth cache: subscription unavailable, reading keys through'),
+  );
 
   return {
     async lookup(hash) {

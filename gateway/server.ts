@@ -21,7 +21,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
   const subscriber = createRedis(config, 'worker', log);
   const eventsQueue = createEventsQueue(config, redis);
   eventsQueue.on('error', (err) => log.warn({ err: err.message }, 'events queue'));
-  const authCache = await createAuthCache({ db, subscriber, channel: cacheInvalidationChannel(config), ttlMs: config.keyCacheTtlMs, log });
+  const authCache = createAuthCache({ db, subscriber, channel: cacheInvalidationChannel(config), ttlMs: config.keyCacheTtlMs, log });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
