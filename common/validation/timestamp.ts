@@ -49,9 +49,3 @@ export function parseTimestamp(value: string): ParsedTimestamp {
   }
   return { ok: true, ms: date.getTime() - offsetMinutes * 60_000 }
 }
-
-// Looser than parseTimestamp on purpose: Identify adds a second issue only when
-// a rejected string is not a date at all.
-export function isReadableDate(value: string): boolean {
-  return !Number.isNaN(Date.parse(value))
-}

@@ -1,5 +1,5 @@
 import test from 'ava'
-import { isReadableDate, parseTimestamp } from '../../common/validation/timestamp.ts'
+import { parseTimestamp } from '../../common/validation/timestamp.ts'
 
 const accepts = test.macro({
   exec(t, input: string, expectedIso: string) {
@@ -108,11 +108,4 @@ test('ms of a fraction is truncated, not rounded', (t) => {
   const b = parseTimestamp('2024-01-15T10:30:00.123Z')
   t.true(a.ok && b.ok)
   t.deepEqual(a, b)
-})
-
-test('isReadableDate: readable strings the strict format rejects', (t) => {
-  t.true(isReadableDate('2024-01-15'))
-  t.true(isReadableDate('2024-01-15 10:30:00'))
-  t.false(isReadableDate('not a date'))
-  t.false(isReadableDate(''))
 })
