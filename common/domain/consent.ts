@@ -1,0 +1,102 @@
+// Consent resolution per address and channel/purpose (spec: "Consent resolution").
+// Pure: the store loads the current decision and the address history, these rules decide.
+import type { ConsentDecisionInput } from '../validation/identify.ts';
+
+export type Channel = ConsentDecisionInput['channel'];
+export type Purpose = ConsentDecisionInput['purpose'];
+export type ConsentStatus = ConsentDecisionInput['status'];
+
+export interface Decision {
+  channel: Channel;
+  purpose: Purpose;
+  status: ConsentStatus;
+  basis: string | null;
+  source: string;
+  proofRef: string | null;
+  /** The decision's time: consentedAt, else the call's time. */
+  decidedAt: number;
+  expiresAt: number | null;
+}
+
+export const FUTURE_TOLERANCE_MS = 5 * 60_000;
+
+/**
+ * The decision as it will be weighed. `callTime` is the call's `timestamp`, else its receipt
+ * time; a `consentedAt` more than 5 minutes ahead of `now` is replaced by it.
+ */
+export function toDecision(input: ConsentDecisionInput, callTime: number, now: number): Decision {
+  const decidedAt = input.consentedAt !== null && input.consentedAt <= now + FUTURE_TOLERANCE_MS ? input.consentedAt : callTime;
+  return {
+    channel: input.channel,
+    purpose: input.purpose,
+    status: input.status,
+    basis: input.basis,
+    source: input.source,
+    proofRef: input.proofRef,
+    decidedAt,
+    expiresAt: expiryOf(input.status, input.basis, decidedAt, input.expiresAt),
+  };
+}
+
+/** Implied consent lapses: 2 years (transaction), 6 months (inquiry), or an earlier expiresAt sent. */
+export function expiryOf(status: ConsentStatus, basis: string | null, decidedAt: number, expiresAt: number | null): number | null {
+  if (status !== 'granted') return expiresAt;
+  const implied = basis === 'implied_transaction' ? addUtcMonths(decidedAt, 24) : basis === 'implied_inquiry' ? addUtcMonths(decidedAt, 6) : null;
+  if (implied === null) return expiresAt;
+  return expiresAt === null ? implied : Math.min(implied, expiresAt);
+}
+
+/** Calendar months in UTC; the day is clamped (Aug 31 + 6 months = Feb 28/29). */
+export function addUtcMonths(ms: number, months: number): number {
+  const d = new Date(ms);
+  const day = d.getUTCDate();
+  d.setUTCDate(1);
+  d.setUTCMonth(d.getUTCMonth() + months);
+  const lastDay = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
+  d.setUTCDate(Math.min(day, lastDay));
+  return d.getTime();
+}
+
+// On equal times withdrawn beats granted, and any real decision beats unknown.
+const TIE_RANK: Record<ConsentStatus, number> = { unknown: 0, granted: 1, withdrawn: 2 };
+
+/** Whether `incoming` replaces the stored decision for its address and channel/purpose. */
+export function supersedes(incoming: Decision, existing: Decision | null): boolean {
+  if (existing === null) return true;
+  if (incoming.status === 'unknown') return false;
+  if (incoming.decidedAt !== existing.decidedAt) return incoming.decidedAt > existing.decidedAt;
+  return TIE_RANK[incoming.status] > TIE_RANK[existing.status];
+}
+
+/** Granted and not lapsed: the only state in which a message may be sent. */
+export function isGrantedAt(d: Decision | null, now: number): boolean {
+  return d !== null && d.status === 'granted' && (d.expiresAt === null || d.expiresAt > now);
+}
+
+/** The address a decision applies to, from traits: email trimmed and lowercased, phone trimmed. */
+export function addressFromTraits(channel: Channel, traits: Record<string, unknown>): string | null {
+  return normalizeAddress(channel, channel === 'email' ? traits.email : traits.phone);
+}
+
+export function normalizeAddress(channel: Channel, value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const trimmed = value.trim();
+  if (!trimmed) return null;
+  return channel === 'email' ? trimmed.toLowerCase() : trimmed;
+}
+
+export interface AddressClaim {
+  value: unknown;
+  /** The call time that set it. */
+  at: number;
+}
+
+/**
+ * The address as of `time`: the claim with the latest time at or before it (on equal times
+ * the later arrival, i.e. the later entry). Claims are in arrival order.
+ */
+export function addressAsOf(channel: Channel, claims: AddressClaim[], time: number): string | null {
+  let best: AddressClaim | null = null;
+  for (const c of claims) if (c.at <= time && (best === null || c.at >= best.at)) best = c;
+  return best === null ? null : normalizeAddress(channel, best.value);
+}

@@ -1,0 +1,83 @@
+import test from 'ava';
+import { addUtcMonths, addressAsOf, addressFromTraits, expiryOf, isGrantedAt, supersedes, toDecision, type Decision } from '../../common/domain/consent.ts';
+import type { ConsentDecisionInput } from '../../common/validation/identify.ts';
+
+const input = (over: Partial<ConsentDecisionInput> = {}): ConsentDecisionInput => ({
+  channel: 'email', status: 'granted', purpose: 'marketing', basis: null, source: 'api', consentedAt: null, proofRef: null, expiresAt: null, ...over,
+});
+const decision = (status: Decision['status'], decidedAt: number): Decision => ({
+  channel: 'email', purpose: 'marketing', status, basis: null, source: 'api', proofRef: null, decidedAt, expiresAt: null,
+});
+const NOW = Date.UTC(2026, 0, 15);
+
+test('decision time: consentedAt, else the call time', (t) => {
+  t.is(toDecision(input({ consentedAt: 1000 }), 5000, NOW).decidedAt, 1000);
+  t.is(toDecision(input(), 5000, NOW).decidedAt, 5000);
+});
+
+test('consentedAt more than 5 minutes ahead is replaced by the call time; exactly 5 minutes is kept', (t) => {
+  t.is(toDecision(input({ consentedAt: NOW + 5 * 60_000 + 1 }), 7, NOW).decidedAt, 7);
+  t.is(toDecision(input({ consentedAt: NOW + 5 * 60_000 }), 7, NOW).decidedAt, NOW + 5 * 60_000);
+});
+
+test('the newest decision wins', (t) => {
+  t.true(supersedes(decision('withdrawn', 20), decision('granted', 10)));
+  t.false(supersedes(decision('granted', 5), decision('withdrawn', 10)));
+});
+
+test('equal times: withdrawn wins over granted, never the reverse', (t) => {
+  t.true(supersedes(decision('withdrawn', 10), decision('granted', 10)));
+  t.false(supersedes(decision('granted', 10), decision('withdrawn', 10)));
+});
+
+test('unknown never replaces an existing decision, even a newer one', (t) => {
+  t.false(supersedes(decision('unknown', 99), decision('granted', 10)));
+  t.false(supersedes(decision('unknown', 99), decision('withdrawn', 10)));
+  t.true(supersedes(decision('unknown', 99), null));
+});
+
+test('implied_transaction lapses 2 years after consentedAt; an earlier expiresAt wins', (t) => {
+  const at = Date.UTC(2024, 1, 29);
+  t.is(expiryOf('granted', 'implied_transaction', at, null), Date.UTC(2026, 1, 28));
+  t.is(expiryOf('granted', 'implied_transaction', at, at + 1000), at + 1000);
+  t.is(expiryOf('granted', 'implied_transaction', at, Date.UTC(2030, 0, 1)), Date.UTC(2026, 1, 28), 'a later expiresAt does not extend it');
+});
+
+test('implied_inquiry lapses 6 months after consentedAt; an earlier expiresAt wins', (t) => {
+  const at = Date.UTC(2025, 7, 31);
+  t.is(expiryOf('granted', 'implied_inquiry', at, null), Date.UTC(2026, 1, 28));
+  t.is(expiryOf('granted', 'implied_inquiry', at, at + 5), at + 5);
+});
+
+test('implied_contract lapses at the expiresAt sent; express consent has no expiry unless sent', (t) => {
+  t.is(expiryOf('granted', 'implied_contract', 1, 777), 777);
+  t.is(expiryOf('granted', 'consent', 1, null), null);
+  t.is(expiryOf('granted', null, 1, 50), 50);
+});
+
+test('granted and unexpired is granted; lapsed or withdrawn is not', (t) => {
+  t.true(isGrantedAt({ ...decision('granted', 1), expiresAt: NOW + 1 }, NOW));
+  t.false(isGrantedAt({ ...decision('granted', 1), expiresAt: NOW }, NOW));
+  t.false(isGrantedAt(decision('withdrawn', 1), NOW));
+  t.false(isGrantedAt(null, NOW));
+});
+
+test('addresses: email trimmed and lowercased, phone trimmed, non-strings and blanks are none', (t) => {
+  t.is(addressFromTraits('email', { email: '  Ann@Example.COM ' }), 'ann@example.com');
+  t.is(addressFromTraits('sms', { phone: ' +47 123 ' }), '+47 123');
+  t.is(addressFromTraits('email', { email: '   ' }), null);
+  t.is(addressFromTraits('email', { email: 42 }), null);
+  t.is(addressFromTraits('sms', { email: 'a@b.c' }), null);
+});
+
+test('address as of a time: the latest claim at or before it; none before the first', (t) => {
+  const claims = [{ value: 'a@x.io', at: 10 }, { value: 'b@x.io', at: 30 }, { value: 'c@x.io', at: 30 }];
+  t.is(addressAsOf('email', claims, 20), 'a@x.io');
+  t.is(addressAsOf('email', claims, 30), 'c@x.io', 'equal times: later arrival');
+  t.is(addressAsOf('email', claims, 5), null);
+});
+
+test('addUtcMonths clamps the day', (t) => {
+  t.is(addUtcMonths(Date.UTC(2025, 0, 31), 1), Date.UTC(2025, 1, 28));
+  t.is(addUtcMonths(Date.UTC(2025, 4, 15, 12), 6), Date.UTC(2025, 10, 15, 12));
+});
