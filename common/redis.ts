@@ -19,7 +19,8 @@ export function createRedis(config: Pick<Config, 'redisUrl'>, profile: 'producer
   const redis = new Redis(config.redisUrl, {
     ...options,
     retryStrategy: (times) => Math.min(times * 100, 2000),
-    lazyConnect: false,
+    // TCP keepalive notices a server that vanished without closing the connection.
+    keepAlive: 10_000,
   });
   let down = false;
   redis.on('error', (err) => {

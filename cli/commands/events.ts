@@ -24,7 +24,16 @@ export async function eventsGet(deps: OperatorDeps, argv: string[]) {
   if (!job) throw new OperatorError(`no event ${JSON.stringify(messageId)} in ${env.pathValue}`);
   const state = await job.getState();
   // A job that failed for good but could not be recorded (PostgreSQL was down) is still visible here.
-  if (state === 'failed') return { messageId, status: 'failed', receivedAt: job.data.receivedAt, error: job.failedReason, event: JSON.parse(job.data.payload) };
+  if (state === 'failed') return { messageId, status: 'failed', receivedAt: job.data.receivedAt, error: job.failedReason, event: parsePayload(job.data.payload) };
   if (!PENDING_STATES.has(state)) throw new OperatorError(`no event ${JSON.stringify(messageId)} in ${env.pathValue}`);
-  return { messageId, status: 'pending', receivedAt: job.data.receivedAt, event: JSON.parse(job.data.payload) };
+  return { messageId, status: 'pending', receivedAt: job.data.receivedAt, event: parsePayload(job.data.payload) };
+}
+
+/** A job's payload as JSON, or as the raw text when it is not (a job failed for exactly that). */
+function parsePayload(payload: string): unknown {
+  try {
+    return JSON.parse(payload);
+  } catch {
+    return payload;
+  }
 }

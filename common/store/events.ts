@@ -19,7 +19,11 @@ export interface EventRow {
   error: string | null;
 }
 
-/** One row per environment and messageId: a repeat (redelivery, crash retry, second gateway) stores nothing. */
+/**
+ * One row per environment and messageId: a repeat (redelivery, crash retry, second gateway)
+ * stores nothing. The one exception: a row recorded as `failed` becomes `processed` when the
+ * event is delivered again and succeeds (an operator retried the job). True when it wrote.
+ */
 export async function insertEventOnce(db: Db, row: EventRow): Promise<boolean> {
   const inserted = await db.$executeRaw`
     INSERT INTO events (environment_id, message_id, event, user_id, anonymous_id, "timestamp", received_at,
@@ -28,7 +32,9 @@ export async function insertEventOnce(db: Db, row: EventRow): Promise<boolean> {
             ${row.userId === null ? null : toPgText(row.userId)}, ${row.anonymousId === null ? null : toPgText(row.anonymousId)},
             ${new Date(row.timestampMs)}, ${new Date(row.receivedAt)}, ${row.payload}, ${row.status},
             ${row.withinLimits}, ${row.limitReason}, ${row.drivesJourneys}, ${row.error})
-    ON CONFLICT (environment_id, message_id) DO NOTHING`;
+    ON CONFLICT (environment_id, message_id) DO UPDATE
+      SET status = EXCLUDED.status, error = NULL, processed_at = now()
+      WHERE events.status = 'failed' AND EXCLUDED.status = 'processed'`;
   return inserted === 1;
 }
 

@@ -1,0 +1,300 @@
+// Authentication and environment selection over HTTP, written once as a suite over an
+// endpoint (Track for now; Identify and Profiles can be added as further `authSuite` calls).
+import { randomBytes } from 'node:crypto';
+import test from 'ava';
+import type { ExecutionContext } from 'ava';
+import { keyRevoke } from '../../cli/commands/key.ts';
+import { envRemove } from '../../cli/commands/env.ts';
+import { generateApiKey } from '../../common/domain/api-key.ts';
+import { MESSAGES } from '../../gateway/errors.ts';
+import { request, trackBody, type Reply } from '../helpers/http.ts';
+import { gatewayInProcess, spawnIntake } from '../helpers/processes.ts';
+import { newEnvironment, newTenant, openHarness, type Harness } from '../helpers/services.ts';
+
+let h: Harness;
+let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
+
+test.before(async () => {
+  h = await openHarness();
+  gateway = await gatewayInProcess(h);
+});
+
+test.after.always(async () => {
+  await gateway?.close();
+  await h?.close();
+});
+
+interface Endpoint {
+  name: string;
+  method: 'POST' | 'GET';
+  /** The endpoint's path for a path value (Production: the organization slug). */
+  path: (pathValue: string) => string;
+  /** A body the endpoint accepts (POST endpoints). */
+  validBody?: () => unknown;
+  /** A body that fails the endpoint's validation with a 400 (POST endpoints). */
+  invalidBody?: () => unknown;
+  /** Status of an authorized request with the valid body. */
+  okStatus: number;
+  /** A body refused for its size (Track's 413), which would also fail validation. */
+  tooLarge?: { body: () => unknown; status: number; error: string };
+}
+
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+const xApiKey = (key: string) => ({ 'x-api-key': key });
+const envHeader = (value: string) => ({ 'x-service-environment': value });
+
+function assertError(t: ExecutionContext, reply: Reply, status: number, error: string): void {
+  t.is(reply.status, status, reply.text);
+  t.deepEqual(reply.json, { error });
+}
+
+function authSuite(endpoint: Endpoint): void {
+  const call = (pathValue: string, headers: Record<string, string>, body: unknown = endpoint.validBody?.(), url = gateway.url) =>
+    request(url, endpoint.path(pathValue), { method: endpoint.method, headers, body });
+  const assertOk = (t: ExecutionContext, reply: Reply) => t.is(reply.status, endpoint.okStatus, reply.text);
+  const title = (s: string) => `${endpoint.name}: ${s}`;
+
+  // --- {org_slug} format (check 2) ---
+
+  const slugRejected = test.macro({
+    async exec(t, pathValue: (slug: string) => string) {
+      const tenant = await newTenant(h);
+      assertError(t, await call(pathValue(tenant.slug), xApiKey(tenant.key)), 400, MESSAGES.invalidOrgSlug);
+    },
+    title: (provided = '') => title(`slug ${provided} -> 400 Invalid org slug`),
+  });
+
+  test('with an uppercase letter', slugRejected, (s) => s.toUpperCase());
+  test('with one uppercase letter', slugRejected, (s) => `${s}X`);
+  test('of 64 characters', slugRejected, () => 'a'.repeat(64));
+  test('with a leading hyphen', slugRejected, (s) => `-${s}`);
+  test('with a trailing hyphen', slugRejected, (s) => `${s}-`);
+  test('with a leading underscore', slugRejected, (s) => `_${s}`);
+  test('with a dot', slugRejected, (s) => `${s}.x`);
+  test('%41 (decoded to an uppercase A)', slugRejected, (s) => `%41${s}`);
+
+  const slugWellFormed = test.macro({
+    async exec(t, pathValue: string) {
+      // The tenant's Production key does not belong to this path value: past the format check, 403.
+      const tenant = await newTenant(h);
+      assertError(t, await call(pathValue, xApiKey(tenant.key)), 403, MESSAGES.forbidden);
+    },
+    title: (provided = '') => title(`slug ${provided} is well-formed (403 for another environment's key, not 400)`),
+  });
+
+  test('of 63 characters', slugWellFormed, `a${'-'.repeat(61)}z`);
+  test('of 1 character', slugWellFormed, '7');
+  test('with an underscore', slugWellFormed, `x_${randomBytes(4).toString('hex')}`);
+
+  test(title('a non-production path value with an underscore works with its key and header'), async (t) => {
+    const tenant = await newTenant(h);
+    const env = await newEnvironment(h, tenant);
+    t.true(env.pathValue.includes('_'));
+    assertOk(t, await call(env.pathValue, { ...xApiKey(env.key), ...envHeader(env.envKey) }));
+  });
+
+  // --- X-Service-Environment (check 3) ---
+
+  const headerRejected = test.macro({
+    async exec(t, value: string, status: number, error: string) {
+      const tenant = await newTenant(h);
+      assertError(t, await call(tenant.slug, { ...xApiKey(tenant.key), ...envHeader(value) }), status, error);
+    },
+    title: (provided = '', value: string, status: number, error: string) => title(`environment header ${provided || JSON.stringify(value)} -> ${status} ${error}`),
+  });
+
+  test(headerRejected, 'production', 403, MESSAGES.forbidden);
+  test('empty', headerRejected, '', 400, MESSAGES.invalidEnvironment);
+  test(headerRejected, 'Prod', 400, MESSAGES.invalidEnvironment);
+  test(headerRejected, 'PROD', 400, MESSAGES.invalidEnvironment);
+  test('of 33 characters', headerRejected, 'e'.repeat(33), 400, MESSAGES.invalidEnvironment);
+  test('with an underscore', headerRejected, 'test_env', 400, MESSAGES.invalidEnvironment);
+  test('with a space', headerRejected, 'test env', 400, MESSAGES.invalidEnvironment);
+  // Well-formed but naming no environment of the key: a mismatch, not a format error.
+  test('of 32 characters', headerRejected, 'e'.repeat(32), 403, MESSAGES.forbidden);
+
+  test(title('environment header prod works like no header'), async (t) => {
+    const tenant = await newTenant(h);
+    assertOk(t, await call(tenant.slug, { ...xApiKey(tenant.key), ...envHeader('prod') }));
+    assertOk(t, await call(tenant.slug, xApiKey(tenant.key)));
+  });
+
+  // --- Key transport and precedence (check 4) ---
+
+  const keyAccepted = test.macro({
+    async exec(t, headers: (key: string) => Record<string, string>) {
+      const tenant = await newTenant(h);
+      assertOk(t, await call(tenant.slug, headers(tenant.key)));
+    },
+    title: (provided = '') => title(`key in ${provided} is accepted`),
+  });
+
+  test('X-Api-Key', keyAccepted, (key) => xApiKey(key));
+  test('Authorization: Bearer', keyAccepted, (key) => ({ authorization: `Bearer ${key}` }));
+  test('Authorization: Basic base64(key:)', keyAccepted, (key) => ({ authorization: `Basic ${b64(`${key}:`)}` }));
+  test('Authorization: Basic base64(key:password) (password ignored)', keyAccepted, (key) => ({ authorization: `Basic ${b64(`${key}:anything`)}` }));
+  test('Authorization: Basic base64(key) without a colon', keyAccepted, (key) => ({ authorization: `Basic ${b64(key)}` }));
+  test('a blank X-Api-Key with a valid Bearer', keyAccepted, (key) => ({ 'x-api-key': '   ', authorization: `Bearer ${key}` }));
+
+  const keyRefused = test.macro({
+    async exec(t, headers: (key: string) => Record<string, string>, error: string) {
+      const tenant = await newTenant(h);
+      assertError(t, await call(tenant.slug, headers(tenant.key)), 401, error);
+    },
+    title: (provided = '', _headers: unknown, error: string) => title(`${provided} -> 401 ${error}`),
+  });
+
+  test('a wrong X-Api-Key with a valid Bearer', keyRefused, (key) => ({ 'x-api-key': generateApiKey(), authorization: `Bearer ${key}` }), MESSAGES.invalidApiKey);
+  test('a wrong X-Api-Key with a valid Basic', keyRefused, (key) => ({ 'x-api-key': 'nope', authorization: `Basic ${b64(`${key}:`)}` }), MESSAGES.invalidApiKey);
+  test('no key', keyRefused, () => ({}), MESSAGES.missingApiKey);
+  test('a blank X-Api-Key and no Authorization', keyRefused, () => ({ 'x-api-key': '   ' }), MESSAGES.missingApiKey);
+  test('Bearer without a token', keyRefused, () => ({ authorization: 'Bearer ' }), MESSAGES.missingApiKey);
+  test('an unknown key', keyRefused, () => xApiKey(generateApiKey()), MESSAGES.invalidApiKey);
+  test('a truncated key', keyRefused, (key) => xApiKey(key.slice(0, -1)), MESSAGES.invalidApiKey);
+  test('the key prefix alone', keyRefused, (key) => xApiKey(key.slice(0, 4)), MESSAGES.invalidApiKey);
+  test('a key with a character changed', keyRefused, (key) => xApiKey(key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a')), MESSAGES.invalidApiKey);
+  test('an unknown Bearer key', keyRefused, () => ({ authorization: `Bearer ${generateApiKey()}` }), MESSAGES.invalidApiKey);
+
+  test(title('a revoked key is refused at once by every gateway, including ones that cached it'), async (t) => {
+    const tenant = await newTenant(h);
+    const second = await spawnIntake('gateway', h.env);
+    t.teardown(() => second.kill('SIGKILL'));
+    const headers = xApiKey(tenant.key);
+    // Both gateways have now looked the key up (and cached it).
+    assertOk(t, await call(tenant.slug, headers));
+    assertOk(t, await call(tenant.slug, headers, undefined, second.url));
+    assertOk(t, await call(tenant.slug, headers));
+    assertOk(t, await call(tenant.slug, headers, undefined, second.url));
+
+    await keyRevoke(h.operator, [tenant.slug, tenant.suffix]);
+    const [here, there] = await Promise.all([call(tenant.slug, headers), call(tenant.slug, headers, undefined, second.url)]);
+    assertError(t, here, 401, MESSAGES.invalidApiKey);
+    assertError(t, there, 401, MESSAGES.invalidApiKey);
+    // And it stays refused (nothing re-cached the key as active).
+    assertError(t, await call(tenant.slug, { authorization: `Bearer ${tenant.key}` }), 401, MESSAGES.invalidApiKey);
+  });
+
+  // --- Key, path value and header name one live environment (check 5) ---
+
+  test(title('a removed environment is refused at once, even with its valid key'), async (t) => {
+    const tenant = await newTenant(h);
+    const env = await newEnvironment(h, tenant);
+    const headers = { ...xApiKey(env.key), ...envHeader(env.envKey) };
+    assertOk(t, await call(env.pathValue, headers));
+    await envRemove(h.operator, [tenant.slug, env.pathValue]);
+    assertError(t, await call(env.pathValue, headers), 403, MESSAGES.forbidden);
+    // Production of the same organization is unaffected.
+    assertOk(t, await call(tenant.slug, xApiKey(tenant.key)));
+  });
+
+  type Mismatch = (tenant: Awaited<ReturnType<typeof newTenant>>, env: Awaited<ReturnType<typeof newEnvironment>>) => { pathValue: string; headers: Record<string, string> };
+
+  const forbidden = test.macro({
+    async exec(t, mismatch: Mismatch) {
+      const tenant = await newTenant(h);
+      const env = await newEnvironment(h, tenant);
+      const { pathValue, headers } = mismatch(tenant, env);
+      assertError(t, await call(pathValue, headers), 403, MESSAGES.forbidden);
+    },
+    title: (provided = '') => title(`${provided} -> 403 Forbidden`),
+  });
+
+  test('a non-production key on the Production path without header', forbidden, (tenant, env) => ({ pathValue: tenant.slug, headers: xApiKey(env.key) }));
+  test('a non-production key on the Production path with header prod', forbidden, (tenant, env) => ({ pathValue: tenant.slug, headers: { ...xApiKey(env.key), ...envHeader('prod') } }));
+  test('a non-production key on its path value without header', forbidden, (_tenant, env) => ({ pathValue: env.pathValue, headers: xApiKey(env.key) }));
+  test('a non-production key with its header on the Production path', forbidden, (tenant, env) => ({ pathValue: tenant.slug, headers: { ...xApiKey(env.key), ...envHeader(env.envKey) } }));
+  test('a Production key with a non-production header', forbidden, (tenant, env) => ({ pathValue: tenant.slug, headers: { ...xApiKey(tenant.key), ...envHeader(env.envKey) } }));
+  test('a Production key on a non-production path value and header', forbidden, (tenant, env) => ({ pathValue: env.pathValue, headers: { ...xApiKey(tenant.key), ...envHeader(env.envKey) } }));
+
+  test(title("another organization's key -> 403 Forbidden"), async (t) => {
+    const [a, b] = await Promise.all([newTenant(h), newTenant(h)]);
+    assertError(t, await call(b.slug, xApiKey(a.key)), 403, MESSAGES.forbidden);
+    assertOk(t, await call(a.slug, xApiKey(a.key)));
+  });
+
+  // --- Order of the checks (product.md: route, slug, header, key, binding, body) ---
+
+  test(title('order: bad slug and missing key -> 400 Invalid org slug'), async (t) => {
+    assertError(t, await call('Bad-Slug', {}), 400, MESSAGES.invalidOrgSlug);
+  });
+
+  test(title('order: bad slug and bad environment header -> 400 Invalid org slug'), async (t) => {
+    assertError(t, await call('-bad', envHeader('Prod')), 400, MESSAGES.invalidOrgSlug);
+  });
+
+  test(title('order: bad environment header and missing key -> 400 Invalid environment'), async (t) => {
+    const tenant = await newTenant(h);
+    assertError(t, await call(tenant.slug, envHeader('Prod')), 400, MESSAGES.invalidEnvironment);
+  });
+
+  test(title('order: header production and missing key -> 403 Forbidden'), async (t) => {
+    const tenant = await newTenant(h);
+    assertError(t, await call(tenant.slug, envHeader('production')), 403, MESSAGES.forbidden);
+  });
+
+  test(title('order: header production and an unknown key -> 403 Forbidden'), async (t) => {
+    const tenant = await newTenant(h);
+    assertError(t, await call(tenant.slug, { ...xApiKey(generateApiKey()), ...envHeader('production') }), 403, MESSAGES.forbidden);
+  });
+
+  test(title('order: invalid key and wrong environment -> 401 Invalid API key'), async (t) => {
+    const tenant = await newTenant(h);
+    const env = await newEnvironment(h, tenant);
+    assertError(t, await call(tenant.slug, { ...xApiKey(generateApiKey()), ...envHeader(env.envKey) }), 401, MESSAGES.invalidApiKey);
+  });
+
+  if (endpoint.invalidBody) {
+    const invalidBody = endpoint.invalidBody;
+
+    test(title('the invalid body used below is refused with 400 when authorized'), async (t) => {
+      const tenant = await newTenant(h);
+      const reply = await call(tenant.slug, xApiKey(tenant.key), invalidBody());
+      t.is(reply.status, 400, reply.text);
+    });
+
+    test(title('order: missing key and invalid body -> 401 Missing API key'), async (t) => {
+      const tenant = await newTenant(h);
+      assertError(t, await call(tenant.slug, {}, invalidBody()), 401, MESSAGES.missingApiKey);
+    });
+
+    test(title('order: missing key and a body that is not JSON -> 401 Missing API key'), async (t) => {
+      const tenant = await newTenant(h);
+      assertError(t, await call(tenant.slug, {}, '{not json'), 401, MESSAGES.missingApiKey);
+    });
+
+    test(title('order: forbidden and invalid body -> 403 Forbidden'), async (t) => {
+      const tenant = await newTenant(h);
+      const env = await newEnvironment(h, tenant);
+      assertError(t, await call(tenant.slug, xApiKey(env.key), invalidBody()), 403, MESSAGES.forbidden);
+    });
+  }
+
+  if (endpoint.tooLarge) {
+    const tooLarge = endpoint.tooLarge;
+
+    test(title('order: authorized, oversized and invalid body -> size error before validation'), async (t) => {
+      const tenant = await newTenant(h);
+      assertError(t, await call(tenant.slug, xApiKey(tenant.key), tooLarge.body()), tooLarge.status, tooLarge.error);
+    });
+
+    test(title('order: missing key and oversized body -> 401 Missing API key'), async (t) => {
+      const tenant = await newTenant(h);
+      assertError(t, await call(tenant.slug, {}, tooLarge.body()), 401, MESSAGES.missingApiKey);
+    });
+  }
+}
+
+authSuite({
+  name: 'Track',
+  method: 'POST',
+  path: (pathValue) => `/api/track/${pathValue}`,
+  validBody: () => trackBody(),
+  invalidBody: () => trackBody({ type: 'identify' }),
+  okStatus: 202,
+  // Over the ~1 MB measure (1.2 MB of letters, well under the raw-body cap), and not a Track call.
+  tooLarge: {
+    body: () => trackBody({ type: 'identify', properties: { blob: 'x'.repeat(1_200_000) } }),
+    status: 413,
+    error: MESSAGES.trackTooLarge,
+  },
+});

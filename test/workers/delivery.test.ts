@@ -1,0 +1,317 @@
+// Delivery through the real pipeline: gateway over HTTP → BullMQ in Redis → worker →
+// PostgreSQL. One event per environment and messageId whatever happens on the way.
+import test from 'ava';
+import { eventsGet, eventsNames } from '../../cli/commands/events.ts';
+import { OperatorError } from '../../cli/operator.ts';
+import { jobIdFor, type EventJob } from '../../common/queues.ts';
+import { eventually, sleep } from '../helpers/eventually.ts';
+import { request, trackBody } from '../helpers/http.ts';
+import { gatewayInProcess, spawnIntake, workerInProcess, type Child } from '../helpers/processes.ts';
+import { startProxy } from '../helpers/proxy.ts';
+import { newTenant, openHarness, TEST_DATABASE_URL, type Harness, type Tenant } from '../helpers/services.ts';
+
+// The file's shared pipeline: one gateway and one worker on the harness's own queue.
+let h: Harness;
+let gateway: { url: string; close(): Promise<void> };
+let worker: { close(): Promise<void> };
+
+test.before(async () => {
+  h = await openHarness();
+  gateway = await gatewayInProcess(h);
+  worker = await workerInProcess(h);
+});
+
+test.after.always(async () => {
+  await gateway?.close();
+  await worker?.close();
+  await h?.close();
+});
+
+const send = (url: string, tenant: Tenant, body: Record<string, unknown>) =>
+  request(url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body });
+
+const rowsOf = (hh: Harness, tenant: Tenant) => hh.db.event.count({ where: { environmentId: tenant.environmentId } });
+
+/** Until the queue has nothing left to run (every job completed or failed). */
+async function drained(hh: Harness): Promise<boolean> {
+  return eventually(async () => {
+    const c = await hh.operator.eventsQueue().getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
+    return Object.values(c).every((n) => n === 0);
+  }, { timeoutMs: 30_000 });
+}
+
+/** PostgreSQL's URL with host and port replaced by the proxy's. */
+function throughProxy(port: number): string {
+  const url = new URL(TEST_DATABASE_URL);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return url.toString();
+}
+
+test('a duplicate sent twice to one gateway: two 202, one row', async (t) => {
+  const tenant = await newTenant(h);
+  const body = trackBody({ properties: { n: 1 } });
+
+  const first = await send(gateway.url, tenant, body);
+  const second = await send(gateway.url, tenant, body);
+  t.is(first.status, 202, first.text);
+  t.is(second.status, 202, second.text);
+  t.deepEqual(second.json, { message_id: body.messageId, status: 'accepted' });
+
+  t.is(await eventually(() => rowsOf(h, tenant)), 1);
+  t.true(await drained(h));
+  t.is(await rowsOf(h, tenant), 1);
+
+  // A repeat long after (its job already left Redis) and with another body still counts once:
+  // the first event stays as stored.
+  const jobId = jobIdFor(tenant.environmentId, body.messageId as string);
+  const job = await h.operator.eventsQueue().getJob(jobId);
+  t.is(await job!.getState(), 'completed');
+  await job!.remove();
+  const late = await send(gateway.url, tenant, { ...body, event: 'Changed Name', properties: { n: 2 } });
+  t.is(late.status, 202, late.text);
+  const relayed = await eventually(async () => (await (await h.operator.eventsQueue().getJob(jobId))?.getState()) === 'completed');
+  t.true(relayed, 'the late repeat went through the worker');
+  t.is(await rowsOf(h, tenant), 1);
+  const row = await h.db.event.findFirstOrThrow({ where: { environmentId: tenant.environmentId } });
+  t.is(row.event, 'Signed Up');
+  t.is(JSON.parse(row.payload).properties.n, 1);
+});
+
+test('the same event sent at the same moment to two gateway processes is stored once', async (t) => {
+  const tenant = await newTenant(h);
+  const children: Child[] = [];
+  t.teardown(async () => {
+    await Promise.all(children.map((c) => c.kill('SIGKILL')));
+  });
+  const started = await Promise.allSettled([spawnIntake('gateway', h.env), spawnIntake('gateway', h.env)]);
+  for (const s of started) if (s.status === 'fulfilled') children.push(s.value);
+  for (const s of started) if (s.status === 'rejected') throw s.reason;
+  const [g1, g2] = children;
+  t.not(g1.url, g2.url);
+
+  const ids: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const body = trackBody({ messageId: `race-${i}-${Date.now()}`, properties: { i } });
+    ids.push(body.messageId as string);
+    const replies = await Promise.all([send(g1.url, tenant, body), send(g2.url, tenant, body)]);
+    for (const r of replies) {
+      t.is(r.status, 202, r.text);
+      t.deepEqual(r.json, { message_id: body.messageId, status: 'accepted' });
+    }
+  }
+
+  t.is(await eventually(async () => (await rowsOf(h, tenant)) === 20 && 20, { timeoutMs: 30_000 }), 20);
+  t.true(await drained(h));
+  const perId = await h.db.event.groupBy({ by: ['messageId'], where: { environmentId: tenant.environmentId }, _count: { _all: true } });
+  t.deepEqual(perId.map((r) => r.messageId).sort(), [...ids].sort());
+  t.true(perId.every((r) => r._count._all === 1));
+  const failed = await h.db.event.count({ where: { environmentId: tenant.environmentId, status: { not: 'processed' } } });
+  t.is(failed, 0);
+});
+
+test('events get shows pending while no worker runs, then the event; events names counts names', async (t) => {
+  // Its own queue, on which no worker runs until the test starts one.
+  const hq = await openHarness();
+  t.teardown(() => hq.close());
+  const tenant = await newTenant(hq);
+  const gw = await gatewayInProcess(hq);
+  t.teardown(() => gw.close());
+
+  const body = trackBody({ event: 'Order Completed', properties: { total: 42 } });
+  const messageId = body.messageId as string;
+  t.is((await send(gw.url, tenant, body)).status, 202);
+  for (const event of ['Order Completed', 'Signed Up']) t.is((await send(gw.url, tenant, trackBody({ event }))).status, 202);
+
+  const pending = await eventsGet(hq.operator, [tenant.slug, messageId]);
+  t.is(pending.status, 'pending');
+  t.is(pending.messageId, messageId);
+  t.is(typeof pending.receivedAt, 'number');
+  t.like(pending.event, { messageId, event: 'Order Completed', properties: { total: 42 } });
+  t.deepEqual(await eventsNames(hq.operator, [tenant.slug]), []);
+  await t.throwsAsync(eventsGet(hq.operator, [tenant.slug, 'never-sent']), { instanceOf: OperatorError });
+
+  const w = await workerInProcess(hq);
+  t.teardown(() => w.close());
+
+  const processed = await eventually(async () => {
+    const got = await eventsGet(hq.operator, [tenant.slug, messageId]);
+    return got.status === 'processed' ? got : null;
+  });
+  t.truthy(processed, 'the event is stored once a worker ran');
+  t.like(processed, { messageId, status: 'processed', withinLimits: true, drivesJourneys: true, limitReason: null, error: null });
+  t.deepEqual(processed!.event, {
+    type: 'track',
+    messageId,
+    event: 'Order Completed',
+    userId: 'user-1',
+    anonymousId: null,
+    timestamp: '2024-05-01T10:00:00Z',
+    properties: { total: 42 },
+    context: {},
+    integrations: {},
+  });
+
+  t.is(await eventually(() => rowsOf(hq, tenant).then((n) => n === 3)), true);
+  const names = await eventsNames(hq.operator, [tenant.slug]);
+  t.deepEqual(names.map(({ event, count }) => ({ event, count })), [
+    { event: 'Order Completed', count: 2 },
+    { event: 'Signed Up', count: 1 },
+  ]);
+  t.true(names.every((n) => typeof n.lastSeenAt === 'number' && Math.abs(Date.now() - n.lastSeenAt) < 60_000));
+});
+
+/** A job as the gateway would enqueue it, except that its payload is not JSON. */
+function malformedJob(tenant: Tenant, messageId: string): EventJob {
+  return { environmentId: tenant.environmentId, messageId, receivedAt: Date.now(), timestampMs: Date.parse('2024-05-01T10:00:00Z'), payload: '{"type":"track","messageId":' };
+}
+
+test('a job that fails permanently ends failed at once and stays in Redis', async (t) => {
+  const tenant = await newTenant(h);
+  const messageId = `bad-${Date.now()}`;
+  const jobId = jobIdFor(tenant.environmentId, messageId);
+  await h.operator.eventsQueue().add('track', malformedJob(tenant, messageId), { jobId });
+
+  const state = await eventually(async () => {
+    const s = await (await h.operator.eventsQueue().getJob(jobId))?.getState();
+    return s === 'failed' ? s : null;
+  });
+  t.is(state, 'failed');
+  // Kept (removeOnFail: false) and not retried: an UnrecoverableError skips the other attempts.
+  await sleep(500);
+  const job = await h.operator.eventsQueue().getJob(jobId);
+  t.truthy(job);
+  t.is(await job!.getState(), 'failed');
+  t.is(job!.failedReason, 'payload is not JSON');
+  t.is(job!.attemptsMade, 1);
+  t.is(job!.opts.attempts, h.config.jobAttempts);
+  t.is(job!.data.messageId, messageId);
+  // Nothing could be stored for it (the payload cannot be read).
+  t.is(await rowsOf(h, tenant), 0);
+});
+
+test('events get reports a failed job whose payload is not JSON', async (t) => {
+  const tenant = await newTenant(h);
+  const messageId = `bad-get-${Date.now()}`;
+  const jobId = jobIdFor(tenant.environmentId, messageId);
+  await h.operator.eventsQueue().add('track', malformedJob(tenant, messageId), { jobId });
+  await eventually(async () => (await (await h.operator.eventsQueue().getJob(jobId))?.getState()) === 'failed');
+
+  const got = await eventsGet(h.operator, [tenant.slug, messageId]);
+  t.like(got, { messageId, status: 'failed', error: 'payload is not JSON' });
+});
+
+test('a job whose attempts run out while PostgreSQL is away ends failed and events get shows it', async (t) => {
+  const proxy = await startProxy(Number(new URL(TEST_DATABASE_URL).port || 5432));
+  t.teardown(() => proxy.close());
+  // Gateway side: few, fast attempts. Worker side: the same queue, PostgreSQL through the proxy.
+  const gh = await openHarness({ JOB_ATTEMPTS: '3', JOB_BACKOFF_MS: '50' });
+  t.teardown(() => gh.close());
+  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: throughProxy(proxy.port) });
+  t.teardown(() => wh.close());
+  const tenant = await newTenant(gh);
+  const gw = await gatewayInProcess(gh);
+  t.teardown(() => gw.close());
+
+  proxy.cut();
+  const w = await workerInProcess(wh);
+  t.teardown(() => w.close());
+  const body = trackBody();
+  t.is((await send(gw.url, tenant, body)).status, 202);
+
+  const jobId = jobIdFor(tenant.environmentId, body.messageId as string);
+  const state = await eventually(async () => {
+    const s = await (await gh.operator.eventsQueue().getJob(jobId))?.getState();
+    return s === 'failed' ? s : null;
+  });
+  t.is(state, 'failed');
+  const job = await gh.operator.eventsQueue().getJob(jobId);
+  t.is(job!.attemptsMade, 3);
+
+  // The `failed` row could not be written either (PostgreSQL is still away): Redis tells.
+  const got = await eventsGet(gh.operator, [tenant.slug, body.messageId as string]);
+  t.like(got, { messageId: body.messageId, status: 'failed' });
+  t.is(typeof (got as { error?: unknown }).error, 'string');
+  t.like(got.event, { messageId: body.messageId, event: 'Signed Up' });
+  t.is(await rowsOf(gh, tenant), 0);
+});
+
+test('a job failing its last attempt is stored with status failed; events get shows the stored event', async (t) => {
+  const proxy = await startProxy(Number(new URL(TEST_DATABASE_URL).port || 5432));
+  t.teardown(() => proxy.close());
+  const gh = await openHarness({ JOB_ATTEMPTS: '1' });
+  t.teardown(() => gh.close());
+  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: throughProxy(proxy.port) });
+  t.teardown(() => wh.close());
+  const tenant = await newTenant(gh);
+  const gw = await gatewayInProcess(gh);
+  t.teardown(() => gw.close());
+  const w = await workerInProcess(wh);
+  t.teardown(() => w.close());
+
+  // PostgreSQL hangs during the only attempt; it is back (the hung connection dropped, which
+  // fails the attempt) by the time the worker records the failure.
+  proxy.stall();
+  const body = trackBody({ event: 'Doomed', properties: { x: 1 } });
+  const messageId = body.messageId as string;
+  t.is((await send(gw.url, tenant, body)).status, 202);
+  const jobId = jobIdFor(tenant.environmentId, messageId);
+  const active = await eventually(async () => (await (await gh.operator.eventsQueue().getJob(jobId))?.getState()) === 'active', { intervalMs: 20 });
+  t.true(active, 'the attempt started while PostgreSQL hung');
+  proxy.restore();
+
+  const row = await eventually(() => gh.db.event.findFirst({ where: { environmentId: tenant.environmentId } }));
+  t.truthy(row, 'the failure was recorded');
+  t.is(row!.status, 'failed');
+  t.is(typeof row!.error, 'string');
+  t.true(row!.error!.length > 0);
+
+  const got = await eventsGet(gh.operator, [tenant.slug, messageId]);
+  t.like(got, { messageId, status: 'failed', error: row!.error });
+  t.like(got.event, { messageId, event: 'Doomed', properties: { x: 1 } });
+  const job = await gh.operator.eventsQueue().getJob(jobId);
+  t.is(await job!.getState(), 'failed');
+  t.is(await rowsOf(gh, tenant), 1);
+});
+
+test('PostgreSQL away: events accepted meanwhile are retried with backoff and stored after it returns', async (t) => {
+  const proxy = await startProxy(Number(new URL(TEST_DATABASE_URL).port || 5432));
+  t.teardown(() => proxy.close());
+  const gh = await openHarness({ JOB_ATTEMPTS: '10', JOB_BACKOFF_MS: '200' });
+  t.teardown(() => gh.close());
+  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: throughProxy(proxy.port) });
+  t.teardown(() => wh.close());
+  const tenant = await newTenant(gh);
+  const gw = await gatewayInProcess(gh);
+  t.teardown(() => gw.close());
+  const w = await workerInProcess(wh);
+  t.teardown(() => w.close());
+
+  proxy.cut();
+  const ids: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const body = trackBody({ properties: { i } });
+    ids.push(body.messageId as string);
+    const reply = await send(gw.url, tenant, body);
+    t.is(reply.status, 202, reply.text);
+  }
+
+  // The worker tries, fails and backs off; nothing is stored and nothing given up on.
+  const queue = gh.operator.eventsQueue();
+  const retried = await eventually(async () => {
+    const jobs = await Promise.all(ids.map((id) => queue.getJob(jobIdFor(tenant.environmentId, id))));
+    return jobs.every((j) => j && j.attemptsMade >= 2);
+  }, { timeoutMs: 15_000 });
+  t.true(retried, 'every job was attempted at least twice while PostgreSQL was away');
+  t.is(await rowsOf(gh, tenant), 0);
+  t.is((await queue.getJobCounts('failed')).failed, 0);
+
+  proxy.restore();
+  t.is(await eventually(async () => (await rowsOf(gh, tenant)) === 10 && 10, { timeoutMs: 30_000 }), 10);
+  t.true(await drained(gh));
+  const rows = await gh.db.event.findMany({ where: { environmentId: tenant.environmentId } });
+  t.deepEqual(rows.map((r) => r.messageId).sort(), [...ids].sort());
+  t.true(rows.every((r) => r.status === 'processed' && r.error === null));
+  const counts = await queue.getJobCounts('completed', 'failed');
+  t.deepEqual(counts, { completed: 10, failed: 0 });
+});
