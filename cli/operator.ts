@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import { createDb, type Db } from '../common/db.ts';
-import { cacheInvalidationChannel, createEventsQueue, type EventJob } from '../common/queues.ts';
+import { authCacheChannels, createEventsQueue, type EventJob } from '../common/queues.ts';
 import { createRedis, type Redis } from '../common/redis.ts';
 
 /** What operator commands work with; built once in cli/intake.ts. */
@@ -35,12 +36,8 @@ export function openOperator(config: Config, db: Db = createDb(config)): Operato
     config,
     db,
     async invalidateAuthCaches() {
-      const publish = connect().publish(cacheInvalidationChannel(config), String(Date.now()));
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), 3000)));
-      await Promise.race([publish, timeout])
-        .catch(() => console.error('warning: Redis unreachable; gateways read keys through to PostgreSQL until they reconnect'))
-        .finally(() => clearTimeout(timer));
+      const problem = await invalidateEverywhere(connect(), config, ACK_TIMEOUT_MS);
+      if (problem) console.error(`warning: ${problem}; gateways that missed it read keys through to PostgreSQL until they reconnect`);
     },
     eventsQueue: () => (queue ??= createEventsQueue(config, connect())),
     async close() {
@@ -49,4 +46,43 @@ export function openOperator(config: Config, db: Db = createDb(config)): Operato
       await db.$disconnect();
     },
   };
+}
+
+const ACK_TIMEOUT_MS = 3000;
+
+/**
+ * Publishes an invalidation and waits until every gateway that received it has dropped its
+ * cache (each acks the nonce). Returns a problem description, or null when all acked.
+ */
+export async function invalidateEverywhere(redis: Redis, config: Config, timeoutMs: number): Promise<string | null> {
+  const channels = authCacheChannels(config);
+  const nonce = randomUUID();
+  const listener = redis.duplicate();
+  listener.on('error', () => {});
+  let acked = 0;
+  let expected = Infinity;
+  let done: () => void = () => {};
+  const allAcked = new Promise<void>((resolve) => (done = resolve));
+  listener.on('message', (_channel: string, message: string) => {
+    if (message === nonce && ++acked >= expected) done();
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+  try {
+    const outcome = await Promise.race([
+      (async () => {
+        await listener.subscribe(channels.ack);
+        expected = await redis.publish(channels.invalidate, nonce);
+        if (acked >= expected) return 'ok';
+        await allAcked;
+        return 'ok';
+      })(),
+      timeout,
+    ]);
+    if (outcome === 'ok') return null;
+    return expected === Infinity ? 'Redis unreachable' : `${expected - acked} of ${expected} gateways did not confirm the cache invalidation`;
+  } finally {
+    clearTimeout(timer);
+    listener.disconnect();
+  }
 }

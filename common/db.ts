@@ -18,5 +18,6 @@ export function createDb(config: Pick<Config, 'databaseUrl' | 'databasePoolSize'
   });
   // An idle client losing its server emits on the pool; unhandled, that kills the process.
   pool.on('error', (err) => log?.warn({ err: err.message }, 'postgres connection lost'));
-  return new PrismaClient({ adapter: new PrismaPg(pool) });
+  // disposeExternalPool: $disconnect() also closes the pool, so a process can exit at once.
+  return new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
 }

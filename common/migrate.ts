@@ -117,32 +117,21 @@ export async function migrate(databaseUrl: string): Promise<{ createdDatabase: b
 }
 
 /**
- * SQL that takes the migrations folder to the current schema.prisma (empty when in step).
- * The engine replays the migrations into a scratch database, made and dropped here.
+ * SQL that takes the schema `fromSchema` (the one the existing migrations produce) to the
+ * current schema.prisma. Schema to schema: the engine's adapter cannot describe a live
+ * database here (it cannot read PostgreSQL's internal "char" type), and needs none for this.
  */
-export async function pendingSchemaSql(databaseUrl: string): Promise<string> {
-  const scratch = new URL(databaseUrl);
-  scratch.pathname = `/intake_shadow_${process.pid}_${Date.now()}`;
-  await ensureDatabase(scratch.toString());
+export async function schemaDiffSql(databaseUrl: string, fromSchema: string | null): Promise<string> {
   const schema = await readFile(schemaPath, 'utf8');
-  const migrationsList = await listMigrations();
-  try {
-    const out = await withEngine(scratch.toString(), (engine) =>
-      engine.diff({
-        from: migrationsList.migrationDirectories.length ? { tag: 'migrations', ...migrationsList } : { tag: 'empty' },
-        to: { tag: 'schemaDatamodel', files: [{ path: schemaPath, content: schema }] },
-        script: true,
-        shadowDatabaseUrl: null,
-        exitCode: null,
-        filters: { externalTables: [], externalEnums: [] },
-      }),
-    );
-    return out.stdout ?? '';
-  } finally {
-    const admin = new URL(databaseUrl);
-    admin.pathname = '/postgres';
-    const client = new pg.Client({ connectionString: admin.toString() });
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS "${scratch.pathname.slice(1)}" WITH (FORCE)`).finally(() => client.end());
-  }
+  const out = await withEngine(databaseUrl, (engine) =>
+    engine.diff({
+      from: fromSchema === null ? { tag: 'empty' } : { tag: 'schemaDatamodel', files: [{ path: schemaPath, content: fromSchema }] },
+      to: { tag: 'schemaDatamodel', files: [{ path: schemaPath, content: schema }] },
+      script: true,
+      shadowDatabaseUrl: null,
+      exitCode: null,
+      filters: { externalTables: [], externalEnums: [] },
+    }),
+  );
+  return out.stdout ?? '';
 }

@@ -47,7 +47,31 @@ export function createEventsQueue(config: Pick<Config, 'queuePrefix' | 'jobAttem
   });
 }
 
-/** Redis channel on which operator commands tell every gateway to drop cached key lookups. */
-export function cacheInvalidationChannel(config: Pick<Config, 'queuePrefix'>): string {
-  return `${config.queuePrefix}:auth-cache:invalidate`;
+/** Redis channels on which operator commands tell every gateway to drop cached key lookups, and gateways confirm. */
+export function authCacheChannels(config: Pick<Config, 'queuePrefix'>): { invalidate: string; ack: string } {
+  return { invalidate: `${config.queuePrefix}:auth-cache:invalidate`, ack: `${config.queuePrefix}:auth-cache:ack` };
+}
+
+export const SERVICE_EVENTS_QUEUE = 'service-events';
+
+/**
+ * Contract of a job on the service-events queue (written by workers/outbox-relay.ts from the
+ * outbox, read by the journey engine): `kind` is `profile_fields_changed` or
+ * `subscription_changed`, `payload` the outbox row's JSON, `outboxId` its id (also the jobId,
+ * so relaying a row twice adds one job).
+ */
+export interface ServiceEventJob {
+  outboxId: string;
+  environmentId: string;
+  kind: string;
+  createdAt: number;
+  payload: string;
+}
+
+export function createServiceEventsQueue(config: Pick<Config, 'queuePrefix' | 'jobAttempts' | 'jobBackoffMs'>, connection: Redis): Queue<ServiceEventJob> {
+  return new Queue<ServiceEventJob>(SERVICE_EVENTS_QUEUE, {
+    connection,
+    prefix: config.queuePrefix,
+    defaultJobOptions: eventJobOptions(config),
+  });
 }

@@ -1,7 +1,10 @@
-// API-key lookups served from memory. Operator commands that revoke a key or remove an
-// environment publish on a Redis channel and every gateway drops its whole cache at once.
-// While the subscription is down a gateway cannot hear revocations, so it reads through to
-// PostgreSQL until the subscription is back (and starts over with an empty cache then).
+// API-key lookups served from memory: the hot path makes no round trip for a known key.
+// Operator commands that change what a lookup returns (key revoke/create, env remove, org
+// features) publish a nonce on a Redis channel; every gateway drops its whole cache and
+// answers with the nonce on an ack channel, and the command waits for every gateway's ack
+// (cli/operator.ts). So once `key revoke` returns, no gateway serves the key from memory.
+// While its subscription is down a gateway cannot hear invalidations, so it reads through
+// to PostgreSQL until the subscription is back, and starts over with an empty cache then.
 import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
 import type { Redis } from '../common/redis.ts';
@@ -19,8 +22,19 @@ interface Entry {
 
 const MAX_ENTRIES = 100_000;
 
-export function createAuthCache(deps: { db: Db; subscriber: Redis; channel: string; ttlMs: number; log: Logger }): AuthCache {
-  const { db, subscriber, channel, ttlMs, log } = deps;
+export interface AuthCacheDeps {
+  db: Db;
+  /** A dedicated connection in subscriber mode. */
+  subscriber: Redis;
+  /** Any other connection, to publish acks on. */
+  publisher: Redis;
+  channels: { invalidate: string; ack: string };
+  ttlMs: number;
+  log: Logger;
+}
+
+export function createAuthCache(deps: AuthCacheDeps): AuthCache {
+  const { db, subscriber, publisher, channels, ttlMs, log } = deps;
   const entries = new Map<string, Entry>();
   // Bumped on every invalidation so a lookup that raced with one does not store a stale row.
   let generation = 0;
@@ -30,7 +44,11 @@ export function createAuthCache(deps: { db: Db; subscriber: Redis; channel: stri
     generation++;
     entries.clear();
   };
-  subscriber.on('message', (ch) => ch === channel && invalidate());
+  subscriber.on('message', (channel: string, nonce: string) => {
+    if (channel !== channels.invalidate) return;
+    invalidate();
+    publisher.publish(channels.ack, nonce).catch(() => {});
+  });
   // ioredis re-subscribes on reconnect; anything published while we were away was missed.
   subscriber.on('ready', () => {
     invalidate();
@@ -43,7 +61,7 @@ export function createAuthCache(deps: { db: Db; subscriber: Redis; channel: stri
     });
   }
   // Not awaited: a gateway must start (and answer) while Redis is down.
-  subscriber.subscribe(channel).then(
+  subscriber.subscribe(channels.invalidate).then(
     () => (listening = subscriber.status === 'ready'),
     (err: Error) => log.warn({ err: err.message }, 'auth cache: subscription unavailable, reading keys through'),
   );

@@ -10,13 +10,8 @@ export class ApiError extends Error {
   }
 }
 
-export interface IdentifyIssue {
-  code: string;
-  path: (string | number)[];
-  message: string;
-  expected?: string;
-  received?: string;
-}
+export type { Issue as IdentifyIssue } from '../common/validation/issues.ts';
+import type { Issue as IdentifyIssue } from '../common/validation/issues.ts';
 
 export const MESSAGES = {
   invalidOrgSlug: 'Invalid org slug',
@@ -31,6 +26,7 @@ export const MESSAGES = {
   profileNotFound: 'Profile not found',
   identifyInvalid: 'Invalid Identify call',
   timestampTooFarAhead: 'timestamp cannot be more than 5 minutes in the future',
+  bodyTooLarge: 'Request body is too large',
 } as const;
 
 /** The plain-text body of every unmatched path or method. */
@@ -50,5 +46,7 @@ export const eventStorageUnavailable = () => error(503, MESSAGES.eventStorageUna
 export const internal = () => error(500, MESSAGES.internal);
 export const profileNotFound = () => error(404, MESSAGES.profileNotFound);
 export const identifyInvalid = (issues: IdentifyIssue[]) => new ApiError(400, { error: MESSAGES.identifyInvalid, issues });
+/** Identify has no size limit in the spec; this is the configurable memory guard. */
+export const bodyTooLarge = () => error(413, MESSAGES.bodyTooLarge);
 export const timestampTooFarAhead = () => error(400, MESSAGES.timestampTooFarAhead);
 export const messageIdConflict = (id: string) => error(409, `messageId ${id} was already used for a different call`);

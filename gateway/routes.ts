@@ -6,8 +6,11 @@ import type { Db } from '../common/db.ts';
 import type { EventJob } from '../common/queues.ts';
 import type { Redis } from '../common/redis.ts';
 import type { AuthCache } from './auth-cache.ts';
-import { invalidJson, trackTooLarge } from './errors.ts';
+import { notJsonIssues } from '../common/validation/identify.ts';
+import { bodyTooLarge, identifyInvalid, invalidJson, trackTooLarge } from './errors.ts';
 import { healthz, metrics, readyz } from './handlers/health.ts';
+import { identify } from './handlers/identify.ts';
+import { profiles } from './handlers/profiles.ts';
 import { track } from './handlers/track.ts';
 import { apiKey } from './middleware/api-key.ts';
 import { environmentBinding } from './middleware/environment-binding.ts';
@@ -15,7 +18,7 @@ import { environmentHeader } from './middleware/environment-header.ts';
 import { jsonBody } from './middleware/json-body.ts';
 import { orgSlug } from './middleware/org-slug.ts';
 import { trackSize } from './middleware/track-size.ts';
-import { validateTrack } from './middleware/validate.ts';
+import { validateIdentify, validateTrack } from './middleware/validate.ts';
 import type { IngestState } from './state.ts';
 
 export interface GatewayDeps {
@@ -34,8 +37,11 @@ export function createRouter(deps: GatewayDeps): Router<IngestState> {
   const router = new Router<IngestState>({ strict: true, sensitive: true });
   const ingest = [orgSlug, environmentHeader, apiKey(deps.authCache), environmentBinding];
   const trackBody = jsonBody(config.trackRawBodyLimit, { tooLarge: trackTooLarge, notJson: invalidJson });
+  const identifyBody = jsonBody(config.identifyBodyLimit, { tooLarge: bodyTooLarge, notJson: () => identifyInvalid(notJsonIssues()) });
 
   router.post('/api/track/:orgSlug', named('track'), ...ingest, trackBody, trackSize, validateTrack, track({ eventsQueue: deps.eventsQueue, enqueueTimeoutMs: config.enqueueTimeoutMs }));
+  router.post('/api/identify/:orgSlug', named('identify'), ...ingest, identifyBody, validateIdentify, identify(deps));
+  router.get('/api/profiles/:orgSlug/:userId', named('profiles'), ...ingest, profiles(deps));
   router.get('/healthz', healthz);
   router.get('/readyz', readyz(deps));
   router.get('/metrics', metrics(deps.registry));

@@ -4,7 +4,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Config } from '../common/config.ts';
 import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
-import { cacheInvalidationChannel, createEventsQueue } from '../common/queues.ts';
+import { authCacheChannels, createEventsQueue } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
 import { createApp } from './app.ts';
 import { createAuthCache } from './auth-cache.ts';
@@ -21,7 +21,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
   const subscriber = createRedis(config, 'worker', log);
   const eventsQueue = createEventsQueue(config, redis);
   eventsQueue.on('error', (err) => log.warn({ err: err.message }, 'events queue'));
-  const authCache = createAuthCache({ db, subscriber, channel: cacheInvalidationChannel(config), ttlMs: config.keyCacheTtlMs, log });
+  const authCache = createAuthCache({ db, subscriber, publisher: redis, channels: authCacheChannels(config), ttlMs: config.keyCacheTtlMs, log });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 

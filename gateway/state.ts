@@ -1,4 +1,5 @@
 import type { BoundEnvironment } from '../common/store/environments.ts';
+import type { IdentifyInput } from '../common/validation/identify.ts';
 import type { TrackEvent } from '../common/validation/track.ts';
 
 /** Per-request state; each middleware of the check chain fills one field, in order. */
@@ -14,4 +15,5 @@ export interface IngestState {
   storedPayload: string; // check 6 (Track): the event as it will be stored
   track: TrackEvent; // check 6b
   timestampMs: number;
+  identify: IdentifyInput; // check 6b (Identify)
 }

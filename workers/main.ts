@@ -2,8 +2,9 @@ import { Worker, type Job } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
-import { EVENTS_QUEUE, type EventJob } from '../common/queues.ts';
+import { EVENTS_QUEUE, SERVICE_EVENTS_QUEUE, createServiceEventsQueue, type EventJob, type ServiceEventJob } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
+import { startOutboxRelay } from './outbox-relay.ts';
 import { persistEvent } from './persist-event.ts';
 
 export interface Workers {
@@ -45,11 +46,25 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     );
   }
 
+  // Service events (profile_fields_changed, subscription_changed) relayed from the outbox.
+  // Journeys consume them; until a journey uses them they are only acknowledged.
+  const serviceEvents = new Worker<ServiceEventJob>(
+    SERVICE_EVENTS_QUEUE,
+    async (job) => log.debug({ queue: SERVICE_EVENTS_QUEUE, jobId: job.id, kind: job.data.kind }, 'service event'),
+    { connection, prefix: config.queuePrefix, concurrency: config.workerConcurrency, lockDuration: config.workerLockMs },
+  );
+  serviceEvents.on('error', (err) => log.warn({ err: err.message }, 'service-events worker'));
+  const relayQueue = createServiceEventsQueue(config, connection);
+  relayQueue.on('error', (err) => log.warn({ err: err.message }, 'service-events queue'));
+  const relay = startOutboxRelay({ config, db, queue: relayQueue, log });
+
   await events.waitUntilReady().catch(() => {});
   log.info({ concurrency: config.workerConcurrency }, 'worker started');
   return {
     async close() {
-      await events.close();
+      await relay.close();
+      await Promise.all([events.close(), serviceEvents.close()]);
+      await relayQueue.close().catch(() => {});
       connection.disconnect();
       log.info('worker stopped');
     },

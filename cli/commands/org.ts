@@ -37,6 +37,8 @@ export async function orgFeatures(deps: OperatorDeps, argv: string[]) {
     if ((err as { code?: string }).code === 'P2025') throw new OperatorError(`organization ${slug} does not exist`);
     throw err;
   });
+  // Gateways cache features with the key lookup.
+  await deps.invalidateAuthCaches();
   return { slug: org.slug, features: org.features };
 }
 

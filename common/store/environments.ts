@@ -13,12 +13,14 @@ export interface BoundEnvironment {
   environmentKey: string;
   isProduction: boolean;
   removed: boolean;
+  /** The organization's features (`join-by-email`, `attribute-trigger`). */
+  features: string[];
 }
 
 export async function findKeyByHash(db: Db, hash: string): Promise<KeyRecord | null> {
   const key = await db.apiKey.findUnique({
     where: { hash },
-    select: { status: true, environment: { select: { id: true, pathValue: true, environmentKey: true, isProduction: true, removedAt: true, organization: { select: { slug: true } } } } },
+    select: { status: true, environment: { select: { id: true, pathValue: true, environmentKey: true, isProduction: true, removedAt: true, organization: { select: { slug: true, features: true } } } } },
   });
   if (!key) return null;
   const e = key.environment;
@@ -31,6 +33,7 @@ export async function findKeyByHash(db: Db, hash: string): Promise<KeyRecord | n
       environmentKey: e.environmentKey,
       isProduction: e.isProduction,
       removed: e.removedAt !== null,
+      features: e.organization.features,
     },
   };
 }

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
-import { keyRevoke } from '../../cli/commands/key.ts';
+import { keyCreate, keyRevoke } from '../../cli/commands/key.ts';
 import { envRemove } from '../../cli/commands/env.ts';
 import { generateApiKey } from '../../common/domain/api-key.ts';
 import { MESSAGES } from '../../gateway/errors.ts';
@@ -159,19 +159,22 @@ function authSuite(endpoint: Endpoint): void {
     const tenant = await newTenant(h);
     const second = await spawnIntake('gateway', h.env);
     t.teardown(() => second.kill('SIGKILL'));
-    const headers = xApiKey(tenant.key);
-    // Both gateways have now looked the key up (and cached it).
-    assertOk(t, await call(tenant.slug, headers));
-    assertOk(t, await call(tenant.slug, headers, undefined, second.url));
-    assertOk(t, await call(tenant.slug, headers));
-    assertOk(t, await call(tenant.slug, headers, undefined, second.url));
-
-    await keyRevoke(h.operator, [tenant.slug, tenant.suffix]);
-    const [here, there] = await Promise.all([call(tenant.slug, headers), call(tenant.slug, headers, undefined, second.url)]);
-    assertError(t, here, 401, MESSAGES.invalidApiKey);
-    assertError(t, there, 401, MESSAGES.invalidApiKey);
-    // And it stays refused (nothing re-cached the key as active).
-    assertError(t, await call(tenant.slug, { authorization: `Bearer ${tenant.key}` }), 401, MESSAGES.invalidApiKey);
+    // Several rounds: the window in which a gateway could still serve a cached key is short.
+    for (let round = 0; round < 10; round++) {
+      const { key, suffix } = round === 0 ? tenant : await keyCreate(h.operator, [tenant.slug]);
+      const headers = xApiKey(key);
+      // Both gateways have now looked the key up (and cached it).
+      for (let i = 0; i < 2; i++) {
+        assertOk(t, await call(tenant.slug, headers));
+        assertOk(t, await call(tenant.slug, headers, undefined, second.url));
+      }
+      await keyRevoke(h.operator, [tenant.slug, suffix]);
+      const [here, there] = await Promise.all([call(tenant.slug, headers), call(tenant.slug, headers, undefined, second.url)]);
+      assertError(t, here, 401, MESSAGES.invalidApiKey);
+      assertError(t, there, 401, MESSAGES.invalidApiKey);
+      // And it stays refused (nothing re-cached the key as active).
+      assertError(t, await call(tenant.slug, { authorization: `Bearer ${key}` }, undefined, second.url), 401, MESSAGES.invalidApiKey);
+    }
   });
 
   // --- Key, path value and header name one live environment (check 5) ---

@@ -4,6 +4,7 @@ import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { MESSAGES, NOT_FOUND_TEXT } from '../../gateway/errors.ts';
 import { TRACK_MESSAGES } from '../../common/validation/track.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
 import { newTenant, openHarness, type Harness } from '../helpers/services.ts';
@@ -106,8 +107,14 @@ test('/healthz answers 200', async (t) => {
 });
 
 test('/readyz answers 200 with PostgreSQL and Redis up', async (t) => {
-  const reply = await request(gateway.url, '/readyz', { method: 'GET' });
+  // The gateway starts without waiting for Redis, so it may report itself not ready for a moment.
+  const reply = await eventually(async () => {
+    const r = await request(gateway.url, '/readyz', { method: 'GET' });
+    return r.status === 200 ? r : null;
+  }, { timeoutMs: 5000 });
+  if (!reply) return t.fail('/readyz never answered 200 within 5 s');
   t.is(reply.status, 200);
+  t.is(reply.json.status, 'ready');
   t.is(reply.json.postgres, true);
   t.is(reply.json.redis, true);
   assertNoCors(t, reply);

@@ -1,0 +1,13 @@
+// Joining by email only happens on something that looks like a real address: placeholders
+// such as `unknown`, `N/A`, blanks or anything without a domain never join, and neither do
+// shared no-reply mailboxes (joining on them would merge unrelated people).
+const ADDRESS = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
+const PLACEHOLDER_LOCAL = new Set(['unknown', 'none', 'null', 'n/a', 'na', 'noemail', 'no-email', 'noreply', 'no-reply', 'donotreply']);
+
+/** The normalized address when `value` may join profiles, else null. */
+export function joinableEmail(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const address = value.trim().toLowerCase();
+  if (!ADDRESS.test(address)) return null;
+  return PLACEHOLDER_LOCAL.has(address.slice(0, address.lastIndexOf('@'))) ? null : address;
+}
