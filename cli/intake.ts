@@ -7,6 +7,7 @@ import { migrate } from '../common/migrate.ts';
 import { startGateway } from '../gateway/server.ts';
 import { startWorkers } from '../workers/main.ts';
 import { UsageError } from './args.ts';
+import { consentGet } from './commands/consent.ts';
 import { envCreate, envRemove } from './commands/env.ts';
 import { eventsGet, eventsNames } from './commands/events.ts';
 import { keyCreate, keyList, keyRevoke } from './commands/key.ts';
@@ -20,6 +21,7 @@ const operators: Record<string, Record<string, Operator>> = {
   env: { create: envCreate, remove: envRemove },
   key: { create: keyCreate, list: keyList, revoke: keyRevoke },
   events: { names: eventsNames, get: eventsGet },
+  consent: { get: consentGet },
 };
 
 const USAGE = `usage: intake <command>
@@ -39,7 +41,8 @@ operator commands (one JSON document on stdout):
   key list <org-slug> [--env <path-value>]
   key revoke <org-slug> <suffix> [--env <path-value>]
   events names <org-slug> [--env <path-value>] [--days 30]
-  events get <org-slug> <messageId> [--env <path-value>]`;
+  events get <org-slug> <messageId> [--env <path-value>]
+  consent get <org-slug> <email|sms> <address> [--purpose marketing|tracking] [--env <path-value>]`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, sub, ...rest] = argv;

@@ -1,0 +1,26 @@
+import { isGrantedAt, normalizeAddress } from '../../common/domain/consent.ts';
+import { toPgText } from '../../common/domain/pg-text.ts';
+import { fromRow } from '../../common/store/profiles.ts';
+import { readArgs } from '../args.ts';
+import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
+
+/**
+ * consent get <org-slug> <email|sms> <address> [--purpose marketing|tracking] [--env <path-value>]:
+ * the resolved decision for that address (email trimmed and lowercased), or null.
+ * `granted` says whether a message may be sent now: granted and not lapsed.
+ */
+export async function consentGet(deps: OperatorDeps, argv: string[]) {
+  const { positionals: [orgSlug, channel, rawAddress], values } = readArgs(argv, { purpose: 'string', env: 'string' }, ['org-slug', 'email|sms', 'address']);
+  if (channel !== 'email' && channel !== 'sms') throw new OperatorError('channel must be email or sms');
+  const purpose = values.purpose ?? 'marketing';
+  if (purpose !== 'marketing' && purpose !== 'tracking') throw new OperatorError('--purpose must be marketing or tracking');
+  const address = normalizeAddress(channel, rawAddress);
+  if (!address) throw new OperatorError('address is empty');
+  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  const row = await deps.db.consentDecision.findUnique({
+    where: { environmentId_channel_purpose_address: { environmentId: env.id, channel, purpose, address: toPgText(address) } },
+  });
+  if (!row) return null;
+  const decision = fromRow(row);
+  return { address, ...decision, granted: isGrantedAt(decision, Date.now()), updatedAt: row.updatedAt.getTime() };
+}

@@ -1,0 +1,193 @@
+// A gateway whose PostgreSQL goes away or hangs: Identify and Profiles answer the JSON 500
+// promptly (never hang, never leak internals) and recover by themselves once it is back.
+import net from 'node:net';
+import test, { type ExecutionContext } from 'ava';
+import { eventually, sleep } from '../helpers/eventually.ts';
+import { request, trackBody, type Reply } from '../helpers/http.ts';
+import { gatewayInProcess } from '../helpers/processes.ts';
+import { startProxy } from '../helpers/proxy.ts';
+import { newTenant, openHarness, TEST_DATABASE_URL, type Tenant } from '../helpers/services.ts';
+
+const PG_PORT = Number(new URL(TEST_DATABASE_URL).port || 5432);
+const INTERNAL = '{"error":"Internal error"}';
+/** connectionTimeoutMillis is 3 s; a refused or hung PostgreSQL must not hold a caller much longer. */
+const BOUND_MS = 6000;
+
+interface Faultable {
+  port: number;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+/** PostgreSQL's URL (user, database) with host and port replaced by the proxy's. */
+function throughProxy(port: number): string {
+  const url = new URL(TEST_DATABASE_URL);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return url.toString();
+}
+
+type Timed = Reply & { ms: number };
+
+/** A gateway on PostgreSQL through `proxy`, Redis direct; the tenant is made on a direct harness. */
+async function pipeline(t: ExecutionContext, proxy: Faultable) {
+  t.teardown(() => proxy.close());
+  const direct = await openHarness();
+  t.teardown(() => direct.close());
+  const tenant = await newTenant(direct);
+  const gh = await openHarness({ DATABASE_URL: throughProxy(proxy.port), QUEUE_PREFIX: direct.env.QUEUE_PREFIX });
+  t.teardown(() => gh.close());
+  const gateway = await gatewayInProcess(gh);
+  t.teardown(() => gateway.close());
+  const timed = async (path: string, options: Parameters<typeof request>[2]): Promise<Timed> => {
+    const started = performance.now();
+    const reply = await request(gateway.url, path, { ...options, headers: { 'x-api-key': tenant.key }, timeoutMs: 30_000 });
+    return { ...reply, ms: performance.now() - started };
+  };
+  let n = 0;
+  const api = {
+    identify: (userId = 'pg-user') => timed(`/api/identify/${tenant.slug}`, { body: { userId, traits: { n: ++n } } }),
+    profile: (userId = 'pg-user') => timed(`/api/profiles/${tenant.slug}/${userId}`, { method: 'GET' }),
+    track: () => timed(`/api/track/${tenant.slug}`, { body: trackBody() }),
+  };
+  return { direct, tenant, api };
+}
+
+function expectInternal(t: ExecutionContext, r: Timed, what: string) {
+  t.is(r.status, 500, `${what}: ${r.text}`);
+  t.is(r.text, INTERNAL, `${what}: exactly the spec body, nothing internal`);
+  t.regex(r.headers.get('content-type') ?? '', /^application\/json/);
+  t.true(r.ms < BOUND_MS, `${what} answered in ${Math.round(r.ms)} ms, bound ${BOUND_MS} ms`);
+}
+
+/** Identify and Profiles, in sequence and a few at once, each a prompt 500. */
+async function expectDown(t: ExecutionContext, api: Awaited<ReturnType<typeof pipeline>>['api'], label: string) {
+  const replies: [string, Timed][] = [];
+  replies.push(['identify', await api.identify()]);
+  replies.push(['profile', await api.profile()]);
+  const parallel = await Promise.all([api.identify(), api.identify('pg-other'), api.profile(), api.profile('pg-other')]);
+  replies.push(...parallel.map((r, i): [string, Timed] => [i < 2 ? 'identify' : 'profile', r]));
+  for (const [what, r] of replies) expectInternal(t, r, `${label} ${what}`);
+  t.log(`${label}: slowest 500 in ${Math.round(Math.max(...replies.map(([, r]) => r.ms)))} ms`);
+}
+
+/** Polls until Identify and Profiles answer 200 again, without restarting anything. */
+async function recovers(t: ExecutionContext, api: Awaited<ReturnType<typeof pipeline>>['api'], withinMs: number) {
+  const started = Date.now();
+  const ok = await eventually(async () => {
+    const [i, p] = [await api.identify(), await api.profile()];
+    for (const r of [i, p]) if (r.status !== 200) t.is(r.text, INTERNAL, 'while recovering, only the 500 of the spec');
+    return i.status === 200 && p.status === 200;
+  }, { timeoutMs: withinMs, intervalMs: 250 });
+  t.true(ok, `Identify and Profiles answered 200 again within ${withinMs} ms`);
+  t.log(`recovered ${Date.now() - started} ms after PostgreSQL came back`);
+  const p = await api.profile();
+  t.is(p.status, 200);
+  t.is(p.json.user_id, 'pg-user');
+}
+
+test('PostgreSQL cut: Identify and Profiles answer the JSON 500 at once, then 200 again by themselves', async (t) => {
+  const proxy = await startProxy(PG_PORT);
+  const { api } = await pipeline(t, proxy);
+  t.is((await api.identify()).status, 200);
+  t.is((await api.profile()).status, 200);
+
+  proxy.cut();
+  await expectDown(t, api, 'cut');
+  // Still prompt after a while of failed connection attempts.
+  await sleep(1500);
+  await expectDown(t, api, 'cut, later');
+
+  proxy.restore();
+  await recovers(t, api, 10_000);
+});
+
+test('PostgreSQL stalls on new connections: 500 within the bound, then 200 again', async (t) => {
+  const proxy = await startProxy(PG_PORT);
+  const { api } = await pipeline(t, proxy);
+  t.is((await api.identify()).status, 200);
+  t.is((await api.profile()).status, 200);
+
+  proxy.stall();
+  await expectDown(t, api, 'stall');
+
+  proxy.restore();
+  await recovers(t, api, 10_000);
+});
+
+/**
+ * Unlike the helper's stall(), this keeps the open connections and just stops passing bytes:
+ * PostgreSQL (or the network) hangs under queries already sent on pooled connections.
+ */
+async function startFreezableProxy(targetPort: number) {
+  let frozen = false;
+  const held: (() => void)[] = [];
+  const sockets = new Set<net.Socket>();
+  const forward = (from: net.Socket, to: net.Socket) =>
+    from.on('data', (chunk: Buffer) => {
+      const write = () => {
+        if (!to.destroyed) to.write(chunk);
+      };
+      if (frozen) held.push(write);
+      else write();
+    });
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.on('close', () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    forward(client, upstream);
+    forward(upstream, client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    freeze() {
+      frozen = true;
+    },
+    restore() {
+      frozen = false;
+      for (const write of held.splice(0)) write();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+test('PostgreSQL stops answering on open connections: 500 within the bound, then 200 again', async (t) => {
+  const proxy = await startFreezableProxy(PG_PORT);
+  const { api } = await pipeline(t, proxy);
+  // Warm the pool: several connections open and idle.
+  t.deepEqual((await Promise.all([api.identify(), api.identify('pg-other')])).map((r) => r.status), [200, 200]);
+  t.deepEqual((await Promise.all([api.profile(), api.profile('pg-other'), api.profile(), api.profile('pg-other')])).map((r) => r.status), [200, 200, 200, 200]);
+
+  proxy.freeze();
+  await expectDown(t, api, 'freeze');
+
+  proxy.restore();
+  await recovers(t, api, 15_000);
+});
+
+test('Track while PostgreSQL is away: 202 for a key the gateway has cached, nothing else is needed', async (t) => {
+  const proxy = await startProxy(PG_PORT);
+  const { api } = await pipeline(t, proxy);
+  // The key lookup is cached by this first call (the gateway's Redis subscription is up).
+  await sleep(1000);
+  t.is((await api.track()).status, 202);
+
+  proxy.cut();
+  for (let i = 0; i < 5; i++) {
+    const r = await api.track();
+    t.is(r.status, 202, r.text);
+  }
+  expectInternal(t, await api.identify(), 'identify meanwhile');
+});
