@@ -90,6 +90,8 @@ async function runProcess(config: Config, name: string, start: (db: Db, log: Log
   for (const part of parts.reverse()) await part.close();
   await db.$disconnect();
   clearTimeout(force);
+  // Logs are written asynchronously; let the last lines out before process.exit.
+  await new Promise<void>((resolve) => log.flush(() => resolve()));
   return 0;
 }
 

@@ -1,11 +1,10 @@
 import Router, { type RouterMiddleware } from '@koa/router';
-import type { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
 import type { Config } from '../common/config.ts';
 import type { Db } from '../common/db.ts';
-import type { EventJob } from '../common/queues.ts';
 import type { Redis } from '../common/redis.ts';
 import type { AuthCache } from './auth-cache.ts';
+import type { EventBatcher } from './event-batcher.ts';
 import { notJsonIssues } from '../common/validation/identify.ts';
 import { bodyTooLarge, identifyInvalid, invalidJson, trackTooLarge } from './errors.ts';
 import { healthz, metrics, readyz } from './handlers/health.ts';
@@ -25,7 +24,7 @@ export interface GatewayDeps {
   config: Config;
   db: Db;
   redis: Redis;
-  eventsQueue: Queue<EventJob>;
+  batcher: EventBatcher;
   authCache: AuthCache;
   registry: Registry;
 }
@@ -39,7 +38,7 @@ export function createRouter(deps: GatewayDeps): Router<IngestState> {
   const trackBody = jsonBody(config.trackRawBodyLimit, { tooLarge: trackTooLarge, notJson: invalidJson });
   const identifyBody = jsonBody(config.identifyBodyLimit, { tooLarge: bodyTooLarge, notJson: () => identifyInvalid(notJsonIssues()) });
 
-  router.post('/api/track/:orgSlug', named('track'), ...ingest, trackBody, trackSize, validateTrack, track({ eventsQueue: deps.eventsQueue, enqueueTimeoutMs: config.enqueueTimeoutMs }));
+  router.post('/api/track/:orgSlug', named('track'), ...ingest, trackBody, trackSize, validateTrack, track(deps));
   router.post('/api/identify/:orgSlug', named('identify'), ...ingest, identifyBody, validateIdentify, identify(deps));
   router.get('/api/profiles/:orgSlug/:userId', named('profiles'), ...ingest, profiles(deps));
   router.get('/healthz', healthz);

@@ -8,6 +8,7 @@ import { authCacheChannels, createEventsQueue } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
 import { createApp } from './app.ts';
 import { createAuthCache } from './auth-cache.ts';
+import { createEventBatcher } from './event-batcher.ts';
 
 export interface Gateway {
   port: number;
@@ -25,7 +26,8 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
-  const app = createApp({ config, db, redis, eventsQueue, authCache, registry, log });
+  const batcher = createEventBatcher(eventsQueue, { maxBatch: config.trackBatchMax, timeoutMs: config.enqueueTimeoutMs });
+  const app = createApp({ config, db, redis, batcher, authCache, registry, log });
   const server = http.createServer(app.callback());
   // Slow or stalled clients cannot hold a connection (and its buffers) for long.
   server.headersTimeout = 10_000;

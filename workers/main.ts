@@ -5,7 +5,7 @@ import type { Logger } from '../common/logger.ts';
 import { EVENTS_QUEUE, SERVICE_EVENTS_QUEUE, createServiceEventsQueue, type EventJob, type ServiceEventJob } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
 import { startOutboxRelay } from './outbox-relay.ts';
-import { persistEvent } from './persist-event.ts';
+import { createEventPersister, persistEvent } from './persist-event.ts';
 
 export interface Workers {
   close(): Promise<void>;
@@ -14,12 +14,13 @@ export interface Workers {
 export async function startWorkers(deps: { config: Config; db: Db; log: Logger }): Promise<Workers> {
   const { config, db, log } = deps;
   const connection = createRedis(config, 'worker', log);
+  const persist = createEventPersister(db, { maxBatch: config.workerBatchMax, waitMs: config.workerBatchWaitMs });
   const events = new Worker<EventJob>(
     EVENTS_QUEUE,
     async (job) => {
       const started = performance.now();
-      const inserted = await persistEvent(db, job.data);
-      log.info({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade + 1, inserted, ms: Math.round(performance.now() - started) }, 'event persisted');
+      await persist(job.data);
+      log.info({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade + 1, ms: Math.round(performance.now() - started) }, 'event persisted');
     },
     {
       connection,

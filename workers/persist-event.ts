@@ -1,16 +1,13 @@
 import { UnrecoverableError } from 'bullmq';
 import type { Db } from '../common/db.ts';
 import { checkJourneyLimits, mayDriveJourneys } from '../common/domain/journey-limits.ts';
+import { createMicroBatch } from '../common/micro-batch.ts';
 import type { EventJob } from '../common/queues.ts';
-import { insertEventOnce, type EventStatus } from '../common/store/events.ts';
+import { insertEventOnce, insertEventsOnce, type EventRow, type EventStatus } from '../common/store/events.ts';
 import type { TrackEvent } from '../common/validation/track.ts';
 
-/**
- * The events processor: evaluate the journey size limits, then store the event once.
- * Safe to run any number of times for one job (redelivery after a crash, a stalled job
- * picked up twice): the unique key makes every run after the first a no-op.
- */
-export async function persistEvent(db: Db, job: EventJob, status: EventStatus = 'processed', error: string | null = null): Promise<boolean> {
+/** The row for a job: the event as accepted, with the journey size limits evaluated. */
+export function toEventRow(job: EventJob, status: EventStatus = 'processed', error: string | null = null): EventRow {
   let event: TrackEvent;
   try {
     event = JSON.parse(job.payload) as TrackEvent;
@@ -18,7 +15,7 @@ export async function persistEvent(db: Db, job: EventJob, status: EventStatus = 
     throw new UnrecoverableError('payload is not JSON');
   }
   const limits = checkJourneyLimits(event);
-  return insertEventOnce(db, {
+  return {
     environmentId: job.environmentId,
     messageId: event.messageId,
     event: event.event,
@@ -32,5 +29,36 @@ export async function persistEvent(db: Db, job: EventJob, status: EventStatus = 
     limitReason: limits.within ? null : limits.reason,
     drivesJourneys: mayDriveJourneys(event, limits),
     error,
-  });
+  };
+}
+
+/**
+ * Stores one event once. Safe to run any number of times for one job (redelivery after a
+ * crash, a stalled job picked up twice): the unique key makes every run after the first a no-op.
+ */
+export async function persistEvent(db: Db, job: EventJob, status: EventStatus = 'processed', error: string | null = null): Promise<boolean> {
+  return insertEventOnce(db, toEventRow(job, status, error));
+}
+
+/**
+ * The events processor's store: rows of jobs processed at the same time go to PostgreSQL in
+ * one multi-row INSERT, and each job completes only after its row is committed. If a batch
+ * fails while PostgreSQL answers, its rows are retried one by one so that one bad row
+ * fails alone; if PostgreSQL is away, every job of the batch fails and BullMQ retries it.
+ */
+export function createEventPersister(db: Db, options: { maxBatch: number; waitMs: number }) {
+  const batch = createMicroBatch<EventRow>(async (rows) => {
+    try {
+      await insertEventsOnce(db, rows);
+      return;
+    } catch (err) {
+      if (rows.length === 1 || !(await answers(db))) throw err;
+    }
+    return Promise.all(rows.map((row) => insertEventOnce(db, row).then(() => null, (err: Error) => err)));
+  }, options);
+  return (job: EventJob) => batch.add(toEventRow(job));
+}
+
+async function answers(db: Db): Promise<boolean> {
+  return db.$queryRaw`SELECT 1`.then(() => true, () => false);
 }

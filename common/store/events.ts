@@ -20,22 +20,37 @@ export interface EventRow {
 }
 
 /**
- * One row per environment and messageId: a repeat (redelivery, crash retry, second gateway)
- * stores nothing. The one exception: a row recorded as `failed` becomes `processed` when the
- * event is delivered again and succeeds (an operator retried the job). True when it wrote.
+ * One row per environment and messageId, many rows in one statement: a repeat (redelivery,
+ * crash retry, second gateway, or twice in one batch) stores nothing. The one exception: a
+ * row recorded as `failed` becomes `processed` when the event is delivered again and
+ * succeeds (an operator retried the job). Returns how many rows it wrote.
  */
-export async function insertEventOnce(db: Db, row: EventRow): Promise<boolean> {
-  const inserted = await db.$executeRaw`
+export async function insertEventsOnce(db: Db, rows: EventRow[]): Promise<number> {
+  const unique = new Map<string, EventRow>();
+  for (const r of rows) {
+    const key = `${r.environmentId}\0${r.messageId}`;
+    if (!unique.has(key)) unique.set(key, r);
+  }
+  const list = [...unique.values()];
+  const col = <K extends keyof EventRow>(k: K) => list.map((r) => r[k]);
+  const text = (values: (string | null)[]) => values.map((v) => (v === null ? null : toPgText(v)));
+  return db.$executeRaw`
     INSERT INTO events (environment_id, message_id, event, user_id, anonymous_id, "timestamp", received_at,
                         payload, status, within_limits, limit_reason, drives_journeys, error)
-    VALUES (${row.environmentId}::uuid, ${toPgText(row.messageId)}, ${toPgText(row.event)},
-            ${row.userId === null ? null : toPgText(row.userId)}, ${row.anonymousId === null ? null : toPgText(row.anonymousId)},
-            ${new Date(row.timestampMs)}, ${new Date(row.receivedAt)}, ${row.payload}, ${row.status},
-            ${row.withinLimits}, ${row.limitReason}, ${row.drivesJourneys}, ${row.error})
+    SELECT e, m, n, u, a, to_timestamp(t / 1000.0), to_timestamp(r / 1000.0), p, s, w, l, d, x
+    FROM unnest(${col('environmentId')}::uuid[], ${text(col('messageId'))}::text[], ${text(col('event'))}::text[],
+                ${text(col('userId'))}::text[], ${text(col('anonymousId'))}::text[], ${col('timestampMs')}::float8[],
+                ${col('receivedAt')}::float8[], ${col('payload')}::text[], ${col('status')}::text[],
+                ${col('withinLimits')}::bool[], ${col('limitReason')}::text[], ${col('drivesJourneys')}::bool[], ${col('error')}::text[])
+         AS batch(e, m, n, u, a, t, r, p, s, w, l, d, x)
     ON CONFLICT (environment_id, message_id) DO UPDATE
       SET status = EXCLUDED.status, error = NULL, processed_at = now()
       WHERE events.status = 'failed' AND EXCLUDED.status = 'processed'`;
-  return inserted === 1;
+}
+
+/** One event; true when it wrote. */
+export async function insertEventOnce(db: Db, row: EventRow): Promise<boolean> {
+  return (await insertEventsOnce(db, [row])) === 1;
 }
 
 export interface StoredEvent {

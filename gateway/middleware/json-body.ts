@@ -21,7 +21,8 @@ export function jsonBody(limitBytes: number, errors: BodyErrors): Middleware<Ing
     detectJSON: () => true,
     strict: false,
     jsonLimit: String(limitBytes),
-    protoAction: 'ignore',
+    // co-body's option (passed through to @hapi/bourne's protoAction); its default rejects the key.
+    onProtoPoisoning: 'ignore',
     onerror: (err: Error & { status?: number }, ctx: Context) => {
       if (err.status === 413) {
         // Do not read the rest of an oversized upload.
@@ -30,7 +31,7 @@ export function jsonBody(limitBytes: number, errors: BodyErrors): Middleware<Ing
       }
       throw errors.notJson();
     },
-  } as bodyParser.Options & { protoAction: string });
+  } as bodyParser.Options & { onProtoPoisoning: string });
 
   return async function jsonBody(ctx, next) {
     await parse(ctx, async () => {
