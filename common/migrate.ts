@@ -38,12 +38,20 @@ async function withEngine<T>(databaseUrl: string, work: (engine: Engine) => Prom
   engineModule ??= loadEngineModule();
   const { SchemaEngine } = await engineModule;
   const schema = await readFile(schemaPath, 'utf8');
-  const adapter = bindMigrationAwareSqlAdapterFactory(new PrismaPg({ connectionString: databaseUrl }));
-  const engine = await SchemaEngine.new({ datamodels: [[schemaPath, schema]] }, () => {}, adapter);
+  // Our own pool, closed when done: an idle connection left behind would keep holding
+  // Prisma's migration advisory lock and stall the next migrate in another process.
+  const pool = new pg.Pool({ connectionString: databaseUrl });
+  pool.on('error', () => {});
+  const adapter = bindMigrationAwareSqlAdapterFactory(new PrismaPg(pool));
   try {
-    return await work(engine);
+    const engine = await SchemaEngine.new({ datamodels: [[schemaPath, schema]] }, () => {}, adapter);
+    try {
+      return await work(engine);
+    } finally {
+      engine.free();
+    }
   } finally {
-    engine.free();
+    await pool.end();
   }
 }
 

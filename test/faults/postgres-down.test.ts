@@ -2,6 +2,7 @@
 // promptly (never hang, never leak internals) and recover by themselves once it is back.
 import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
+import { jobIdFor } from '../../common/queues.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
@@ -30,25 +31,26 @@ function throughProxy(port: number): string {
 type Timed = Reply & { ms: number };
 
 /** A gateway on PostgreSQL through `proxy`, Redis direct; the tenant is made on a direct harness. */
-async function pipeline(t: ExecutionContext, proxy: Faultable) {
+async function pipeline(t: ExecutionContext, proxy: Faultable, env: Record<string, string> = {}) {
   t.teardown(() => proxy.close());
   const direct = await openHarness();
   t.teardown(() => direct.close());
   const tenant = await newTenant(direct);
-  const gh = await openHarness({ DATABASE_URL: throughProxy(proxy.port), QUEUE_PREFIX: direct.env.QUEUE_PREFIX });
+  const gh = await openHarness({ DATABASE_URL: throughProxy(proxy.port), QUEUE_PREFIX: direct.env.QUEUE_PREFIX, ...env });
   t.teardown(() => gh.close());
   const gateway = await gatewayInProcess(gh);
   t.teardown(() => gateway.close());
-  const timed = async (path: string, options: Parameters<typeof request>[2]): Promise<Timed> => {
+  const timed = async (path: string, options: Parameters<typeof request>[2], key = tenant.key): Promise<Timed> => {
     const started = performance.now();
-    const reply = await request(gateway.url, path, { ...options, headers: { 'x-api-key': tenant.key }, timeoutMs: 30_000 });
+    const reply = await request(gateway.url, path, { ...options, headers: { 'x-api-key': key }, timeoutMs: 30_000 });
     return { ...reply, ms: performance.now() - started };
   };
   let n = 0;
   const api = {
     identify: (userId = 'pg-user') => timed(`/api/identify/${tenant.slug}`, { body: { userId, traits: { n: ++n } } }),
     profile: (userId = 'pg-user') => timed(`/api/profiles/${tenant.slug}/${userId}`, { method: 'GET' }),
-    track: () => timed(`/api/track/${tenant.slug}`, { body: trackBody() }),
+    track: (body = trackBody(), as: Tenant = tenant) => timed(`/api/track/${as.slug}`, { body }, as.key),
+    health: (path: '/healthz' | '/readyz') => timed(path, { method: 'GET' }),
   };
   return { direct, tenant, api };
 }
@@ -94,12 +96,18 @@ test('PostgreSQL cut: Identify and Profiles answer the JSON 500 at once, then 20
 
   proxy.cut();
   await expectDown(t, api, 'cut');
+  // The process is up but not ready, and says which dependency is missing.
+  t.is((await api.health('/healthz')).status, 200);
+  const ready = await api.health('/readyz');
+  t.is(ready.status, 503);
+  t.deepEqual(ready.json, { status: 'unavailable', postgres: false, redis: true });
   // Still prompt after a while of failed connection attempts.
   await sleep(1500);
   await expectDown(t, api, 'cut, later');
 
   proxy.restore();
   await recovers(t, api, 10_000);
+  t.deepEqual((await api.health('/readyz')).json, { status: 'ready', postgres: true, redis: true });
 });
 
 test('PostgreSQL stalls on new connections: 500 within the bound, then 200 again', async (t) => {
@@ -177,17 +185,44 @@ test('PostgreSQL stops answering on open connections: 500 within the bound, then
   await recovers(t, api, 15_000);
 });
 
-test('Track while PostgreSQL is away: 202 for a key the gateway has cached, nothing else is needed', async (t) => {
+/**
+ * Track needs PostgreSQL only for the API-key lookup, which a gateway serves from memory
+ * while its Redis subscription (the revocation channel) is up and the entry is younger than
+ * KEY_CACHE_TTL_MS. So with PostgreSQL away: a cached key keeps getting 202 (the event is in
+ * Redis, the worker stores it later); a key this gateway has not looked up yet, or whose entry
+ * has lapsed, needs PostgreSQL and gets the JSON 500.
+ */
+test('Track while PostgreSQL is away: 202 for a key the gateway has cached, 500 once the entry lapses or for an uncached key', async (t) => {
+  const TTL_MS = 4000;
   const proxy = await startProxy(PG_PORT);
-  const { api } = await pipeline(t, proxy);
-  // The key lookup is cached by this first call (the gateway's Redis subscription is up).
+  const { direct, tenant, api } = await pipeline(t, proxy, { KEY_CACHE_TTL_MS: String(TTL_MS) });
+  const other = await newTenant(direct);
+  // Lookups are cached only once the gateway's subscription is up, which is not awaited at start.
   await sleep(1000);
-  t.is((await api.track()).status, 202);
+  const warm = await api.track();
+  t.is(warm.status, 202, warm.text);
+  const cachedAt = Date.now();
 
   proxy.cut();
+  const accepted: string[] = [];
   for (let i = 0; i < 5; i++) {
-    const r = await api.track();
+    const body = trackBody({ properties: { i } });
+    const r = await api.track(body);
     t.is(r.status, 202, r.text);
+    t.deepEqual(r.json, { message_id: body.messageId, status: 'accepted' });
+    accepted.push(body.messageId as string);
   }
+  t.true(Date.now() - cachedAt < TTL_MS, 'all sent while the cache entry was fresh');
+  const queue = direct.operator.eventsQueue();
+  for (const id of accepted) t.truthy(await queue.getJob(jobIdFor(tenant.environmentId, id)), 'the accepted event is in Redis');
+
+  expectInternal(t, await api.track(trackBody(), other), 'track with a key not cached');
   expectInternal(t, await api.identify(), 'identify meanwhile');
+
+  await sleep(cachedAt + TTL_MS + 200 - Date.now());
+  expectInternal(t, await api.track(), 'track once the cache entry lapsed');
+
+  proxy.restore();
+  const back = await eventually(async () => (await api.track()).status === 202 && (await api.track(trackBody(), other)).status === 202, { timeoutMs: 10_000, intervalMs: 250 });
+  t.true(back, 'Track accepts both keys again');
 });
