@@ -15,6 +15,7 @@ import { apiKey } from './middleware/api-key.ts';
 import { environmentBinding } from './middleware/environment-binding.ts';
 import { environmentHeader } from './middleware/environment-header.ts';
 import { jsonBody } from './middleware/json-body.ts';
+import { getOnly } from './middleware/not-found.ts';
 import { orgSlug } from './middleware/org-slug.ts';
 import { trackSize } from './middleware/track-size.ts';
 import { validateIdentify, validateTrack } from './middleware/validate.ts';
@@ -40,7 +41,7 @@ export function createRouter(deps: GatewayDeps): Router<IngestState> {
 
   router.post('/api/track/:orgSlug', named('track'), ...ingest, trackBody, trackSize, validateTrack, track(deps));
   router.post('/api/identify/:orgSlug', named('identify'), ...ingest, identifyBody, validateIdentify, identify(deps));
-  router.get('/api/profiles/:orgSlug/:userId', named('profiles'), ...ingest, profiles(deps));
+  router.get('/api/profiles/:orgSlug/:userId', getOnly, named('profiles'), ...ingest, profiles(deps));
   router.get('/healthz', healthz);
   router.get('/readyz', readyz(deps));
   router.get('/metrics', metrics(deps.registry));

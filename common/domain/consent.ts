@@ -60,10 +60,15 @@ export function addUtcMonths(ms: number, months: number): number {
 // On equal times withdrawn beats granted, and any real decision beats unknown.
 const TIE_RANK: Record<ConsentStatus, number> = { unknown: 0, granted: 1, withdrawn: 2 };
 
-/** Whether `incoming` replaces the stored decision for its address and channel/purpose. */
+/**
+ * Whether `incoming` replaces the stored decision for its address and channel/purpose.
+ * `unknown` is the absence of a decision: it never replaces one, and any real decision
+ * replaces it whatever their times (a stored unknown must not block an older grant).
+ */
 export function supersedes(incoming: Decision, existing: Decision | null): boolean {
   if (existing === null) return true;
   if (incoming.status === 'unknown') return false;
+  if (existing.status === 'unknown') return true;
   if (incoming.decidedAt !== existing.decidedAt) return incoming.decidedAt > existing.decidedAt;
   return TIE_RANK[incoming.status] > TIE_RANK[existing.status];
 }

@@ -1,11 +1,12 @@
 // Authentication and environment selection over HTTP, written once as a suite over an
-// endpoint (Track for now; Identify and Profiles can be added as further `authSuite` calls).
+// endpoint and run against Track, Identify and Profiles.
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { keyCreate, keyRevoke } from '../../cli/commands/key.ts';
 import { envRemove } from '../../cli/commands/env.ts';
 import { generateApiKey } from '../../common/domain/api-key.ts';
+import { applyIdentify } from '../../common/store/profiles.ts';
 import { MESSAGES } from '../../gateway/errors.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { gatewayInProcess, spawnIntake } from '../helpers/processes.ts';
@@ -24,6 +25,25 @@ test.after.always(async () => {
   await h?.close();
 });
 
+// The suite runs three times (about 170 tests). Started all at once they would queue on the
+// file's small connection pool (shared with the in-process gateway) past its 3 s acquire
+// timeout, so at most RUNNING tests of this file run at a time.
+const RUNNING = 12;
+let running = 0;
+const waiting: (() => void)[] = [];
+test.beforeEach(async () => {
+  if (running < RUNNING) {
+    running++;
+    return;
+  }
+  await new Promise<void>((resolve) => waiting.push(resolve));
+});
+test.afterEach.always(() => {
+  const next = waiting.shift();
+  if (next) next();
+  else running--;
+});
+
 interface Endpoint {
   name: string;
   method: 'POST' | 'GET';
@@ -37,6 +57,10 @@ interface Endpoint {
   okStatus: number;
   /** A body refused for its size (Track's 413), which would also fail validation. */
   tooLarge?: { body: () => unknown; status: number; error: string };
+  /** A valid body over 1 MB that the endpoint accepts (Identify has no size limit). */
+  largeBody?: () => unknown;
+  /** Makes the OK outcome possible in an environment before the first call there (Profiles: the user exists). */
+  prepare?: (pathValue: string) => Promise<void>;
 }
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
@@ -49,8 +73,10 @@ function assertError(t: ExecutionContext, reply: Reply, status: number, error: s
 }
 
 function authSuite(endpoint: Endpoint): void {
-  const call = (pathValue: string, headers: Record<string, string>, body: unknown = endpoint.validBody?.(), url = gateway.url) =>
-    request(url, endpoint.path(pathValue), { method: endpoint.method, headers, body });
+  const call = async (pathValue: string, headers: Record<string, string>, body: unknown = endpoint.validBody?.(), url = gateway.url) => {
+    await endpoint.prepare?.(pathValue);
+    return request(url, endpoint.path(pathValue), { method: endpoint.method, headers, body });
+  };
   const assertOk = (t: ExecutionContext, reply: Reply) => t.is(reply.status, endpoint.okStatus, reply.text);
   const title = (s: string) => `${endpoint.name}: ${s}`;
 
@@ -272,6 +298,22 @@ function authSuite(endpoint: Endpoint): void {
     });
   }
 
+  if (endpoint.largeBody) {
+    const largeBody = endpoint.largeBody;
+
+    test(title('a valid body over 1 MB is not refused for its size'), async (t) => {
+      const tenant = await newTenant(h);
+      const body = largeBody();
+      t.true(Buffer.byteLength(JSON.stringify(body)) > 1_100_000);
+      assertOk(t, await call(tenant.slug, xApiKey(tenant.key), body));
+    });
+
+    test(title('order: missing key and a body over 1 MB -> 401 Missing API key'), async (t) => {
+      const tenant = await newTenant(h);
+      assertError(t, await call(tenant.slug, {}, largeBody()), 401, MESSAGES.missingApiKey);
+    });
+  }
+
   if (endpoint.tooLarge) {
     const tooLarge = endpoint.tooLarge;
 
@@ -300,4 +342,39 @@ authSuite({
     status: 413,
     error: MESSAGES.trackTooLarge,
   },
+});
+
+authSuite({
+  name: 'Identify',
+  method: 'POST',
+  path: (pathValue) => `/api/identify/${pathValue}`,
+  validBody: () => ({ userId: 'user-1', traits: { plan: 'pro' } }),
+  invalidBody: () => ({ userId: 42, traits: { plan: 'pro' } }),
+  okStatus: 200,
+  // 1.2 MB raw (each quote is 2 bytes escaped), over Track's ~1 MB measure; Identify sets no limit.
+  largeBody: () => ({ userId: 'user-1', traits: { blob: 'x'.repeat(600_000), quotes: '"'.repeat(300_000) } }),
+});
+
+/** Profiles answers 200 only for an existing user: create it once per environment, through the store. */
+const seeded = new Map<string, Promise<void>>();
+function seedProfile(pathValue: string): Promise<void> {
+  let done = seeded.get(pathValue);
+  if (!done) {
+    done = (async () => {
+      const env = await h.db.environment.findUnique({ where: { pathValue } });
+      if (!env) return;
+      const input = { userId: 'user-1', traits: { plan: 'pro' }, messageId: null, timestamp: null, timestampMs: null, consent: [] };
+      await applyIdentify(h.db, { id: env.id, features: [] }, input, Date.now());
+    })();
+    seeded.set(pathValue, done);
+  }
+  return done;
+}
+
+authSuite({
+  name: 'Profiles',
+  method: 'GET',
+  path: (pathValue) => `/api/profiles/${pathValue}/user-1`,
+  okStatus: 200,
+  prepare: seedProfile,
 });

@@ -25,6 +25,12 @@ test('the newest decision wins', (t) => {
   t.false(supersedes(decision('granted', 5), decision('withdrawn', 10)));
 });
 
+test('a stored unknown is replaced by any real decision, even an older one', (t) => {
+  t.true(supersedes(decision('granted', 5), decision('unknown', 50)));
+  t.true(supersedes(decision('withdrawn', 5), decision('unknown', 50)));
+  t.false(supersedes(decision('unknown', 99), decision('unknown', 50)));
+});
+
 test('equal times: withdrawn wins over granted, never the reverse', (t) => {
   t.true(supersedes(decision('withdrawn', 10), decision('granted', 10)));
   t.false(supersedes(decision('granted', 10), decision('withdrawn', 10)));
