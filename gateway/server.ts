@@ -47,9 +47,12 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
     close: () =>
       (closing ??= (async () => {
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+        // Keep-alive connections go idle as their last response is sent: close each then.
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.closeIdleConnections();
         const deadline = new Promise<void>((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref());
         await Promise.race([drained, deadline]);
+        clearInterval(sweep);
         server.closeAllConnections();
         await authCache.close();
         await eventsQueue.close().catch(() => {});

@@ -2,6 +2,7 @@
 // endpoint and run against Track, Identify and Profiles.
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
+import { limitConcurrency } from '../helpers/throttle.ts';
 import type { ExecutionContext } from 'ava';
 import { keyCreate, keyRevoke } from '../../cli/commands/key.ts';
 import { envRemove } from '../../cli/commands/env.ts';
@@ -25,24 +26,8 @@ test.after.always(async () => {
   await h?.close();
 });
 
-// The suite runs three times (about 170 tests). Started all at once they would queue on the
-// file's small connection pool (shared with the in-process gateway) past its 3 s acquire
-// timeout, so at most RUNNING tests of this file run at a time.
-const RUNNING = 12;
-let running = 0;
-const waiting: (() => void)[] = [];
-test.beforeEach(async () => {
-  if (running < RUNNING) {
-    running++;
-    return;
-  }
-  await new Promise<void>((resolve) => waiting.push(resolve));
-});
-test.afterEach.always(() => {
-  const next = waiting.shift();
-  if (next) next();
-  else running--;
-});
+// The suite runs three times (about 170 tests); see limitConcurrency.
+limitConcurrency(test, 12);
 
 interface Endpoint {
   name: string;

@@ -2,6 +2,7 @@
 // table, the merge rules, idempotency by messageId, consent resolution and join by email.
 // Every effect is read back through GET /api/profiles or the operator's `consent get`.
 import test from 'ava';
+import { limitConcurrency } from '../helpers/throttle.ts';
 import type { ExecutionContext } from 'ava';
 import { consentGet } from '../../cli/commands/consent.ts';
 import { orgFeatures } from '../../cli/commands/org.ts';
@@ -12,6 +13,8 @@ import { newEnvironment, newTenant, openHarness, type Harness, type Tenant } fro
 
 let h: Harness;
 let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
+
+limitConcurrency(test, 12);
 
 test.before(async () => {
   h = await openHarness();

@@ -1,6 +1,7 @@
 // GET /api/profiles/{org_slug}/{user_id} over HTTP: the profile object, URL-encoded and
 // trimmed user IDs, the JSON 404, the plain-text 404, read-after-write and environments.
 import test from 'ava';
+import { limitConcurrency } from '../helpers/throttle.ts';
 import type { ExecutionContext } from 'ava';
 import { request, type Reply } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
@@ -11,6 +12,8 @@ const NOT_FOUND_TEXT = '404 Not Found';
 
 let h: Harness;
 let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
+
+limitConcurrency(test, 12);
 
 test.before(async () => {
   h = await openHarness();
