@@ -34,6 +34,29 @@ async function loadEngineModule() {
 
 let engineModule: ReturnType<typeof loadEngineModule> | undefined;
 
+/**
+ * @prisma/adapter-pg runs a migration script by splitting it on every `;`, which breaks any
+ * statement with a semicolon inside (a PL/pgSQL function body). Send the whole script as one
+ * simple-protocol query instead: PostgreSQL parses it properly and runs it as one implicit
+ * transaction, which is what `prisma migrate deploy` does with the native engine.
+ */
+function wholeScripts(factory: PrismaPg): PrismaPg {
+  const connect = factory.connect.bind(factory);
+  factory.connect = async () => {
+    const adapter = await connect();
+    const raw = adapter as unknown as { client: pg.Pool; onError(err: unknown): never };
+    adapter.executeScript = async (script: string) => {
+      try {
+        await raw.client.query(script);
+      } catch (err) {
+        raw.onError(err);
+      }
+    };
+    return adapter;
+  };
+  return factory;
+}
+
 async function withEngine<T>(databaseUrl: string, work: (engine: Engine) => Promise<T>): Promise<T> {
   engineModule ??= loadEngineModule();
   const { SchemaEngine } = await engineModule;
@@ -42,7 +65,7 @@ async function withEngine<T>(databaseUrl: string, work: (engine: Engine) => Prom
   // Prisma's migration advisory lock and stall the next migrate in another process.
   const pool = new pg.Pool({ connectionString: databaseUrl });
   pool.on('error', () => {});
-  const adapter = bindMigrationAwareSqlAdapterFactory(new PrismaPg(pool));
+  const adapter = bindMigrationAwareSqlAdapterFactory(wholeScripts(new PrismaPg(pool)));
   try {
     const engine = await SchemaEngine.new({ datamodels: [[schemaPath, schema]] }, () => {}, adapter);
     try {

@@ -34,6 +34,40 @@ const TRANSACTION = { maxWait: 10_000, timeout: 20_000 };
 export async function applyIdentify(db: Db, env: IdentifyEnvironment, input: IdentifyInput, receivedAt: number, now = Date.now()): Promise<IdentifyResult> {
   const messageId = input.messageId ?? randomUUID();
   const callTime = input.timestampMs ?? receivedAt;
+  const traitsText = serializeEvent(input.traits);
+  if (input.consent.length === 0 && !env.features.includes('join-by-email') && !traitsText.includes('\\u0000') && !input.userId.includes('\0') && !messageId.includes('\0')) {
+    const kind = await applyTraitsOnly(db, env.id, input, messageId, callTime, traitsText);
+    if (kind !== 'slow') return { kind, messageId };
+  }
+  return applyInTransaction(db, env, input, messageId, callTime, now);
+}
+
+/**
+ * The common case in one round trip: the intake_identify() function (see its migration)
+ * applies the same rules as the transaction below. It answers 'slow' when the stored profile
+ * holds a value jsonb cannot (U+0000); values nested deeper than jsonb allows fail the same way.
+ */
+async function applyTraitsOnly(db: Db, envId: string, input: IdentifyInput, messageId: string, callTime: number, traitsText: string): Promise<IdentifyResult['kind'] | 'slow'> {
+  const claims = (['email', 'phone'] as const)
+    .filter((trait) => Object.hasOwn(input.traits, trait))
+    .map((trait) => {
+      const channel = trait === 'email' ? 'email' : 'sms';
+      return { channel, value: toPgText(normalizeAddress(channel, input.traits[trait]) ?? '') };
+    });
+  try {
+    const rows = await db.$queryRaw<{ kind: IdentifyResult['kind'] | 'slow' }[]>`
+      SELECT intake_identify(${envId}::uuid, ${input.userId}, ${toPgText(input.userId)}, ${messageId}, ${toPgText(messageId)},
+        ${input.timestampMs === null ? null : BigInt(input.timestampMs)}::bigint, ${BigInt(callTime)}::bigint, ${traitsText},
+        ${joinableEmail(input.traits.email)}, ${JSON.stringify(claims)}::jsonb, ${OUTBOX_CHANNEL}) AS kind`;
+    return rows[0].kind;
+  } catch (err) {
+    // 54001: stack depth exceeded (traits nested deeper than jsonb parses): text storage copes.
+    if (JSON.stringify(err).includes('54001') || /stack depth/i.test(String((err as Error).message))) return 'slow';
+    throw err;
+  }
+}
+
+async function applyInTransaction(db: Db, env: IdentifyEnvironment, input: IdentifyInput, messageId: string, callTime: number, now: number): Promise<IdentifyResult> {
   const userKey = toPgText(input.userId);
   return db.$transaction(async (tx) => {
     const replay = await claimMessageId(tx, env.id, messageId, userKey, input);
