@@ -1,12 +1,11 @@
 // A gateway whose PostgreSQL goes away or hangs: Identify and Profiles answer the JSON 500
 // promptly (never hang, never leak internals) and recover by themselves once it is back.
-import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { jobIdFor } from '../../common/queues.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
-import { startProxy } from '../helpers/proxy.ts';
+import { startProxy, startFreezableProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_DATABASE_URL, type Tenant } from '../helpers/services.ts';
 
 const PG_PORT = Number(new URL(TEST_DATABASE_URL).port || 5432);
@@ -123,53 +122,6 @@ test('PostgreSQL stalls on new connections: 500 within the bound, then 200 again
   await recovers(t, api, 10_000);
 });
 
-/**
- * Unlike the helper's stall(), this keeps the open connections and just stops passing bytes:
- * PostgreSQL (or the network) hangs under queries already sent on pooled connections.
- */
-async function startFreezableProxy(targetPort: number) {
-  let frozen = false;
-  const held: (() => void)[] = [];
-  const sockets = new Set<net.Socket>();
-  const forward = (from: net.Socket, to: net.Socket) =>
-    from.on('data', (chunk: Buffer) => {
-      const write = () => {
-        if (!to.destroyed) to.write(chunk);
-      };
-      if (frozen) held.push(write);
-      else write();
-    });
-  const server = net.createServer((client) => {
-    const upstream = net.connect(targetPort, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => {});
-      s.on('close', () => {
-        sockets.delete(s);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    forward(client, upstream);
-    forward(upstream, client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    freeze() {
-      frozen = true;
-    },
-    restore() {
-      frozen = false;
-      for (const write of held.splice(0)) write();
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 test('PostgreSQL stops answering on open connections: 500 within the bound, then 200 again', async (t) => {
   const proxy = await startFreezableProxy(PG_PORT);

@@ -1,12 +1,11 @@
 // A gateway whose Redis goes away: Track must answer 503 promptly (never 202, never hang),
 // recover by itself, and lose nothing it accepted.
-import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { jobIdFor } from '../../common/queues.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
-import { startProxy } from '../helpers/proxy.ts';
+import { startProxy, startFreezableProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_REDIS_URL, type Harness, type Tenant } from '../helpers/services.ts';
 
 const REDIS_PORT = Number(new URL(TEST_REDIS_URL).port || 6379);
@@ -156,54 +155,6 @@ test('Redis hangs (new connections stall): 503 within the enqueue bound, then 20
   await storedOnce(t, direct, tenant, ids, ids.length);
 });
 
-/**
- * Unlike the helper's stall(), which drops the open connections first, this keeps them and
- * just stops passing bytes: Redis (or the network) hangs under commands already sent, the
- * case the enqueue bound exists for.
- */
-async function startFreezableProxy(targetPort: number) {
-  let frozen = false;
-  const held: (() => void)[] = [];
-  const sockets = new Set<net.Socket>();
-  const forward = (from: net.Socket, to: net.Socket) =>
-    from.on('data', (chunk: Buffer) => {
-      const write = () => {
-        if (!to.destroyed) to.write(chunk);
-      };
-      if (frozen) held.push(write);
-      else write();
-    });
-  const server = net.createServer((client) => {
-    const upstream = net.connect(targetPort, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => {});
-      s.on('close', () => {
-        sockets.delete(s);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    forward(client, upstream);
-    forward(upstream, client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    freeze() {
-      frozen = true;
-    },
-    restore() {
-      frozen = false;
-      for (const write of held.splice(0)) write();
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 test('Redis stops answering on open connections: 503 within the enqueue bound; a late-landing refused event is still one event', async (t) => {
   const proxy = await startFreezableProxy(REDIS_PORT);

@@ -61,3 +61,52 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
       }),
   };
 }
+
+/**
+ * Unlike the helper's stall(), which drops the open connections first, this keeps them and
+ * just stops passing bytes: Redis (or the network) hangs under commands already sent, the
+ * case the enqueue bound exists for.
+ */
+export async function startFreezableProxy(targetPort: number) {
+  let frozen = false;
+  const held: (() => void)[] = [];
+  const sockets = new Set<net.Socket>();
+  const forward = (from: net.Socket, to: net.Socket) =>
+    from.on('data', (chunk: Buffer) => {
+      const write = () => {
+        if (!to.destroyed) to.write(chunk);
+      };
+      if (frozen) held.push(write);
+      else write();
+    });
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.on('close', () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    forward(client, upstream);
+    forward(upstream, client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    freeze() {
+      frozen = true;
+    },
+    restore() {
+      frozen = false;
+      for (const write of held.splice(0)) write();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
