@@ -6,8 +6,10 @@
 // a noisy machine.
 //
 // BENCH_DURATION (seconds per load scenario, default 10), BENCH_CONNECTIONS (default 50),
-// BENCH_DRAIN_EVENTS (default 100000), BENCH_ONLY (comma list of scenario names).
+// BENCH_DRAIN_EVENTS (default 100000), BENCH_ONLY (comma list of scenario names: reference,
+// track, identify, profiles, drain, e2e, memory), BENCH_MEMORY_SECONDS (default 300).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -148,9 +150,11 @@ async function main() {
   const base = `http://127.0.0.1:${gateway.port}`;
   const ratio = (rps: number) => (reference ? Math.round((rps / reference.reqPerSec) * 100) / 100 : '-');
 
-  if (want('track')) {
+  let trackMax = 0;
+  if (want('track') || want('memory')) {
     await load(`${base}/api/track/${slug}`, { headers, requests: trackRequests('warm'), duration: 3 });
     const r = await load(`${base}/api/track/${slug}`, { headers, requests: trackRequests('track') });
+    trackMax = r.reqPerSec;
     report({ scenario: 'intake Track (all checks, group commit)', 'req/s': r.reqPerSec, 'p50 ms': r.p50, 'p99 ms': r.p99, errors: r.errors, 'x reference': ratio(r.reqPerSec) });
   }
 
@@ -224,6 +228,31 @@ async function main() {
       while ((await queue.getJobCounts('waiting')).waiting > 0) await new Promise((res) => setTimeout(res, 500));
     }
     await stop(worker.child);
+  }
+
+  if (want('memory')) {
+    // RSS of the gateway across a long run at 80 % of its maximum Track rate, with a worker
+    // draining the queue. The first 30 s (warm-up, JIT, pools) are not judged.
+    const seconds = Number(process.env.BENCH_MEMORY_SECONDS ?? 300);
+    const rate = Math.floor(trackMax * 0.8);
+    const worker = await start(['bin/intake.js', 'worker'], serviceEnv(), /worker started/);
+    const samples: number[] = [];
+    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${gateway.child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+    const sampler = setInterval(() => samples.push(rss()), 10_000);
+    const r = await load(`${base}/api/track/${slug}`, { headers, requests: trackRequests('memory'), overallRate: rate, duration: seconds });
+    clearInterval(sampler);
+    await stop(worker.child);
+    const judged = samples.slice(3);
+    const lo = Math.min(...judged);
+    const hi = Math.max(...judged);
+    report({
+      scenario: `gateway RSS over ${seconds} s at ${rate} req/s (80 % of max)`,
+      'req/s': r.reqPerSec,
+      'p99 ms': r.p99,
+      'RSS MB first/min/max/last': [judged[0], lo, hi, judged.at(-1)].map((v) => Math.round(v ?? 0)).join('/'),
+      'RSS spread %': Math.round(((hi - lo) / lo) * 1000) / 10,
+      'RSS drift first→last %': Math.round((((judged.at(-1) ?? 0) - judged[0]) / judged[0]) * 1000) / 10,
+    });
   }
 
   await stop(gateway.child);

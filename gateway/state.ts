@@ -6,7 +6,6 @@ import type { TrackEvent } from '../common/validation/track.ts';
 export interface IngestState {
   requestId: string;
   receivedAt: number;
-  route?: string;
   pathValue: string; // check 2
   environmentKey: string; // check 3 (`prod` when the header is absent)
   apiKeyHash: string; // check 4
@@ -16,4 +15,9 @@ export interface IngestState {
   track: TrackEvent; // check 6b
   timestampMs: number;
   identify: IdentifyInput; // check 6b (Identify)
+}
+
+/** The matched route's name from the route table (@koa/router records it on the context). */
+export function routeName(ctx: object): string | null {
+  return (ctx as { _matchedRouteName?: string })._matchedRouteName ?? null;
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from '../../common/logger.ts';
-import type { IngestState } from '../state.ts';
+import { routeName, type IngestState } from '../state.ts';
 
 /** Outermost: stamps the receipt time and request id, and logs one line with the final status. */
 export function requestLog(log: Logger): Middleware<IngestState> {
@@ -16,7 +16,7 @@ export function requestLog(log: Logger): Middleware<IngestState> {
       log.info({
         requestId: ctx.state.requestId,
         method: ctx.method,
-        route: ctx.state.route ?? null,
+        route: routeName(ctx),
         status: ctx.status,
         ms: Math.round((performance.now() - started) * 100) / 100,
       });

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Logger } from '../../common/logger.ts';
 import { ApiError, internal } from '../errors.ts';
-import type { IngestState } from '../state.ts';
+import { routeName, type IngestState } from '../state.ts';
 
 /** The one place an error becomes a response. Nothing of an unexpected error reaches the caller. */
 export function respondErrors(log: Logger): Middleware<IngestState> {
@@ -11,7 +11,7 @@ export function respondErrors(log: Logger): Middleware<IngestState> {
     } catch (err) {
       const known = err instanceof ApiError ? err : null;
       if (!known) {
-        log.error({ requestId: ctx.state.requestId, route: ctx.state.route, err }, 'unexpected error');
+        log.error({ requestId: ctx.state.requestId, route: routeName(ctx), err }, 'unexpected error');
       }
       const response = known ?? internal();
       ctx.status = response.status;
