@@ -82,7 +82,17 @@ const serviceEnv = (extra: Record<string, string> = {}) => ({
   ...extra,
 });
 
-const PROPERTIES = JSON.stringify({ plan: 'pro', price: 49.5, currency: 'EUR', items: [{ sku: 'A-100', qty: 2 }, { sku: 'B-7', qty: 1 }], campaign: 'winter-sale', referrer: 'https://example.com/landing?utm_source=newsletter' });
+const PROPERTIES = JSON.stringify({
+  plan: 'pro',
+  price: 49.5,
+  currency: 'EUR',
+  items: [
+    { sku: 'A-100', qty: 2 },
+    { sku: 'B-7', qty: 1 },
+  ],
+  campaign: 'winter-sale',
+  referrer: 'https://example.com/landing?utm_source=newsletter',
+});
 
 /** ~400-byte Track bodies, each with a new messageId. */
 function trackRequests(runId: string) {
@@ -99,7 +109,10 @@ function trackRequests(runId: string) {
   ];
 }
 
-async function load(url: string, opts: { headers?: Record<string, string>; requests?: unknown[]; method?: 'GET' | 'POST'; connections?: number; duration?: number; overallRate?: number }) {
+async function load(
+  url: string,
+  opts: { headers?: Record<string, string>; requests?: unknown[]; method?: 'GET' | 'POST'; connections?: number; duration?: number; overallRate?: number },
+) {
   const result = await autocannon({
     url,
     connections: opts.connections ?? CONNECTIONS,
@@ -147,7 +160,9 @@ async function main() {
   const ratio = (rps: number) => (reference ? Math.round((rps / reference.reqPerSec) * 100) / 100 : '-');
   if (want('reference') || want('track') || want('memory')) {
     const withReference = want('reference') || want('track');
-    const ref = withReference ? await start(['--import', 'tsx', 'bench/reference-server.ts'], { REDIS_URL, QUEUE_PREFIX: `${prefix}-ref`, PORT: '3199' }, /reference listening/) : null;
+    const ref = withReference
+      ? await start(['--import', 'tsx', 'bench/reference-server.ts'], { REDIS_URL, QUEUE_PREFIX: `${prefix}-ref`, PORT: '3199' }, /reference listening/)
+      : null;
     const refUrl = `http://127.0.0.1:3199/api/track/${slug}`;
     const trackUrl = `${base}/api/track/${slug}`;
     if (ref) await load(refUrl, { requests: trackRequests('warm-ref'), duration: 3 });
@@ -162,11 +177,27 @@ async function main() {
       await stop(ref.child);
       await createEventsQueue({ ...config, queuePrefix: `${prefix}-ref` }, redis).obliterate({ force: true });
       reference = median(refRuns);
-      report({ scenario: 'reference: Koa + queue.add() per request', 'req/s': reference.reqPerSec, 'p50 ms': reference.p50, 'p99 ms': reference.p99, errors: reference.errors, runs: refRuns.map((r) => r.reqPerSec).join(' / ') });
+      report({
+        scenario: 'reference: Koa + queue.add() per request',
+        'req/s': reference.reqPerSec,
+        'p50 ms': reference.p50,
+        'p99 ms': reference.p99,
+        errors: reference.errors,
+        runs: refRuns.map((r) => r.reqPerSec).join(' / '),
+      });
     }
     const r = median(trackRuns);
     trackMax = r.reqPerSec;
-    if (want('track')) report({ scenario: 'intake Track (all checks, group commit)', 'req/s': r.reqPerSec, 'p50 ms': r.p50, 'p99 ms': r.p99, errors: r.errors, 'x reference': ratio(r.reqPerSec), runs: trackRuns.map((x) => x.reqPerSec).join(' / ') });
+    if (want('track'))
+      report({
+        scenario: 'intake Track (all checks, group commit)',
+        'req/s': r.reqPerSec,
+        'p50 ms': r.p50,
+        'p99 ms': r.p99,
+        errors: r.errors,
+        'x reference': ratio(r.reqPerSec),
+        runs: trackRuns.map((x) => x.reqPerSec).join(' / '),
+      });
   }
   if (want('identify') || want('profiles')) {
     let n = 0;
@@ -182,7 +213,15 @@ async function main() {
       },
     ];
     const r = await load(`${base}/api/identify/${slug}`, { headers, requests });
-    if (want('identify')) report({ scenario: 'intake Identify (10K users, merge + idempotency)', 'req/s': r.reqPerSec, 'p50 ms': r.p50, 'p99 ms': r.p99, errors: r.errors, 'x reference': ratio(r.reqPerSec) });
+    if (want('identify'))
+      report({
+        scenario: 'intake Identify (10K users, merge + idempotency)',
+        'req/s': r.reqPerSec,
+        'p50 ms': r.p50,
+        'p99 ms': r.p99,
+        errors: r.errors,
+        'x reference': ratio(r.reqPerSec),
+      });
   }
 
   if (want('profiles')) {
@@ -218,7 +257,12 @@ async function main() {
     }
     const seconds = (performance.now() - started) / 1000;
     await stop(worker.child);
-    report({ scenario: `worker drain (${DRAIN_EVENTS} queued events, 1 worker process)`, 'events/s': Math.round(stored / seconds), stored, seconds: Math.round(seconds * 10) / 10 });
+    report({
+      scenario: `worker drain (${DRAIN_EVENTS} queued events, 1 worker process)`,
+      'events/s': Math.round(stored / seconds),
+      stored,
+      seconds: Math.round(seconds * 10) / 10,
+    });
   }
 
   if (want('e2e')) {
@@ -232,7 +276,13 @@ async function main() {
       const r = await load(`${base}/api/track/${slug}`, { headers, requests: trackRequests(`e2e${attempt}`), ...(rate ? { overallRate: rate } : {}) });
       const persistedRate = ((await countRows()) - startRows) / r.duration;
       const waiting = (await queue.getJobCounts('waiting')).waiting;
-      report({ scenario: `end to end: Track ${rate ? `at ${rate} req/s` : 'unthrottled'}, 1 gateway + 1 worker`, 'accepted/s': r.reqPerSec, 'persisted/s': Math.round(persistedRate), 'queue depth': waiting, 'p99 ms': r.p99 });
+      report({
+        scenario: `end to end: Track ${rate ? `at ${rate} req/s` : 'unthrottled'}, 1 gateway + 1 worker`,
+        'accepted/s': r.reqPerSec,
+        'persisted/s': Math.round(persistedRate),
+        'queue depth': waiting,
+        'p99 ms': r.p99,
+      });
       if (waiting <= r.reqPerSec * 0.1) break;
       rate = Math.floor(persistedRate * 0.9);
       while ((await queue.getJobCounts('waiting')).waiting > 0) await new Promise((res) => setTimeout(res, 500));

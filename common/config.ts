@@ -11,46 +11,112 @@ interface Setting<T> {
   parse: Parser<T>;
 }
 
-const int = (min: number, max = Number.MAX_SAFE_INTEGER): Parser<number> => (raw) => {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`must be an integer from ${min} to ${max}`);
-  return n;
-};
+const int =
+  (min: number, max = Number.MAX_SAFE_INTEGER): Parser<number> =>
+  (raw) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`must be an integer from ${min} to ${max}`);
+    return n;
+  };
 const text: Parser<string> = (raw) => raw;
-const url = (protocols: string[]): Parser<string> => (raw) => {
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new Error('must be a URL');
-  }
-  if (!protocols.includes(parsed.protocol)) throw new Error(`must start with ${protocols.join(' or ')}//`);
-  return raw;
-};
-const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw) => {
-  if (!values.includes(raw as T)) throw new Error(`must be one of ${values.join(', ')}`);
-  return raw as T;
-};
+const url =
+  (protocols: string[]): Parser<string> =>
+  (raw) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      throw new Error('must be a URL');
+    }
+    if (!protocols.includes(parsed.protocol)) throw new Error(`must start with ${protocols.join(' or ')}//`);
+    return raw;
+  };
+const oneOf =
+  <T extends string>(...values: T[]): Parser<T> =>
+  (raw) => {
+    if (!values.includes(raw as T)) throw new Error(`must be one of ${values.join(', ')}`);
+    return raw as T;
+  };
 
 const settings = {
-  databaseUrl: { env: 'DATABASE_URL', default: 'postgresql://postgres@127.0.0.1:5432/intake', doc: 'PostgreSQL connection string', parse: url(['postgresql:', 'postgres:']) },
+  databaseUrl: {
+    env: 'DATABASE_URL',
+    default: 'postgresql://postgres@127.0.0.1:5432/intake',
+    doc: 'PostgreSQL connection string',
+    parse: url(['postgresql:', 'postgres:']),
+  },
   databasePoolSize: { env: 'DATABASE_POOL_SIZE', default: '10', doc: 'PostgreSQL connections per process', parse: int(1, 500) },
-  redisUrl: { env: 'REDIS_URL', default: 'redis://127.0.0.1:6379', doc: 'Redis connection string (BullMQ queues, key-cache invalidation)', parse: url(['redis:', 'rediss:']) },
+  redisUrl: {
+    env: 'REDIS_URL',
+    default: 'redis://127.0.0.1:6379',
+    doc: 'Redis connection string (BullMQ queues, key-cache invalidation)',
+    parse: url(['redis:', 'rediss:']),
+  },
   queuePrefix: { env: 'QUEUE_PREFIX', default: 'intake', doc: 'Redis key prefix of the BullMQ queues', parse: text },
   port: { env: 'PORT', default: '3000', doc: 'gateway HTTP port', parse: int(0, 65535) },
   host: { env: 'HOST', default: '0.0.0.0', doc: 'gateway listen address', parse: text },
-  enqueueTimeoutMs: { env: 'ENQUEUE_TIMEOUT_MS', default: '2000', doc: 'Track answers 503 when the Redis enqueue takes longer than this', parse: int(10, 60_000) },
-  trackBatchMax: { env: 'TRACK_BATCH_MAX', default: '256', doc: 'most Track events written to Redis in one transaction (group commit of the requests that arrive together)', parse: int(1, 10_000) },
-  keyCacheTtlMs: { env: 'KEY_CACHE_TTL_MS', default: '30000', doc: 'how long a gateway trusts a cached API-key lookup; revocations reach every gateway at once through Redis regardless', parse: int(0, 3_600_000) },
-  trackRawBodyLimit: { env: 'TRACK_RAW_BODY_LIMIT', default: '3145728', doc: 'raw Track bodies beyond this many bytes are refused with 413 without being read', parse: int(1_048_576) },
-  identifyBodyLimit: { env: 'IDENTIFY_BODY_LIMIT', default: '5242880', doc: 'raw Identify bodies beyond this many bytes are refused (the spec sets no Identify limit; this is a memory guard)', parse: int(65_536) },
-  workerConcurrency: { env: 'WORKER_CONCURRENCY', default: '200', doc: 'jobs one worker process handles at once (their rows are inserted together)', parse: int(1, 5000) },
+  enqueueTimeoutMs: {
+    env: 'ENQUEUE_TIMEOUT_MS',
+    default: '2000',
+    doc: 'Track answers 503 when the Redis enqueue takes longer than this',
+    parse: int(10, 60_000),
+  },
+  trackBatchMax: {
+    env: 'TRACK_BATCH_MAX',
+    default: '256',
+    doc: 'most Track events written to Redis in one transaction (group commit of the requests that arrive together)',
+    parse: int(1, 10_000),
+  },
+  keyCacheTtlMs: {
+    env: 'KEY_CACHE_TTL_MS',
+    default: '30000',
+    doc: 'how long a gateway trusts a cached API-key lookup; revocations reach every gateway at once through Redis regardless',
+    parse: int(0, 3_600_000),
+  },
+  trackRawBodyLimit: {
+    env: 'TRACK_RAW_BODY_LIMIT',
+    default: '3145728',
+    doc: 'raw Track bodies beyond this many bytes are refused with 413 without being read',
+    parse: int(1_048_576),
+  },
+  identifyBodyLimit: {
+    env: 'IDENTIFY_BODY_LIMIT',
+    default: '5242880',
+    doc: 'raw Identify bodies beyond this many bytes are refused (the spec sets no Identify limit; this is a memory guard)',
+    parse: int(65_536),
+  },
+  workerConcurrency: {
+    env: 'WORKER_CONCURRENCY',
+    default: '200',
+    doc: 'jobs one worker process handles at once (their rows are inserted together)',
+    parse: int(1, 5000),
+  },
   workerBatchMax: { env: 'WORKER_BATCH_MAX', default: '500', doc: 'most events one INSERT stores', parse: int(1, 10_000) },
-  workerBatchWaitMs: { env: 'WORKER_BATCH_WAIT_MS', default: '5', doc: 'how long a worker waits for more events before inserting a batch', parse: int(0, 1000) },
-  workerLockMs: { env: 'WORKER_LOCK_MS', default: '15000', doc: 'job lock; a killed worker\'s jobs go back to the queue after about this long', parse: int(1000, 600_000) },
-  jobAttempts: { env: 'JOB_ATTEMPTS', default: '12', doc: 'attempts per job before it is marked failed (exponential backoff between them)', parse: int(1, 100) },
+  workerBatchWaitMs: {
+    env: 'WORKER_BATCH_WAIT_MS',
+    default: '5',
+    doc: 'how long a worker waits for more events before inserting a batch',
+    parse: int(0, 1000),
+  },
+  workerLockMs: {
+    env: 'WORKER_LOCK_MS',
+    default: '15000',
+    doc: "job lock; a killed worker's jobs go back to the queue after about this long",
+    parse: int(1000, 600_000),
+  },
+  jobAttempts: {
+    env: 'JOB_ATTEMPTS',
+    default: '12',
+    doc: 'attempts per job before it is marked failed (exponential backoff between them)',
+    parse: int(1, 100),
+  },
   jobBackoffMs: { env: 'JOB_BACKOFF_MS', default: '1000', doc: 'first retry delay; doubles on each attempt', parse: int(1, 600_000) },
-  shutdownTimeoutMs: { env: 'SHUTDOWN_TIMEOUT_MS', default: '10000', doc: 'on SIGTERM, how long to wait for in-flight requests and jobs', parse: int(0, 600_000) },
+  shutdownTimeoutMs: {
+    env: 'SHUTDOWN_TIMEOUT_MS',
+    default: '10000',
+    doc: 'on SIGTERM, how long to wait for in-flight requests and jobs',
+    parse: int(0, 600_000),
+  },
   logLevel: { env: 'LOG_LEVEL', default: 'info', doc: 'pino log level', parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },
 } satisfies Record<string, Setting<unknown>>;
 

@@ -138,9 +138,7 @@ export async function migrate(databaseUrl: string): Promise<{ createdDatabase: b
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
     const migrationsList = await listMigrations();
-    const out = await withEngine(databaseUrl, (engine) =>
-      engine.applyMigrations({ migrationsList, filters: { externalTables: [], externalEnums: [] } }),
-    );
+    const out = await withEngine(databaseUrl, (engine) => engine.applyMigrations({ migrationsList, filters: { externalTables: [], externalEnums: [] } }));
     return { createdDatabase, applied: out.appliedMigrationNames };
   } finally {
     await lock.end();

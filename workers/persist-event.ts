@@ -54,11 +54,21 @@ export function createEventPersister(db: Db, options: { maxBatch: number; waitMs
     } catch (err) {
       if (rows.length === 1 || !(await answers(db))) throw err;
     }
-    return Promise.all(rows.map((row) => insertEventOnce(db, row).then(() => null, (err: Error) => err)));
+    return Promise.all(
+      rows.map((row) =>
+        insertEventOnce(db, row).then(
+          () => null,
+          (err: Error) => err,
+        ),
+      ),
+    );
   }, options);
   return (job: EventJob) => batch.add(toEventRow(job));
 }
 
 async function answers(db: Db): Promise<boolean> {
-  return db.$queryRaw`SELECT 1`.then(() => true, () => false);
+  return db.$queryRaw`SELECT 1`.then(
+    () => true,
+    () => false,
+  );
 }

@@ -10,7 +10,10 @@ import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.t
  * `granted` says whether a message may be sent now: granted and not lapsed.
  */
 export async function consentGet(deps: OperatorDeps, argv: string[]) {
-  const { positionals: [orgSlug, channel, rawAddress], values } = readArgs(argv, { purpose: 'string', env: 'string' }, ['org-slug', 'email|sms', 'address']);
+  const {
+    positionals: [orgSlug, channel, rawAddress],
+    values,
+  } = readArgs(argv, { purpose: 'string', env: 'string' }, ['org-slug', 'email|sms', 'address']);
   if (channel !== 'email' && channel !== 'sms') throw new OperatorError('channel must be email or sms');
   const purpose = values.purpose ?? 'marketing';
   if (purpose !== 'marketing' && purpose !== 'tracking') throw new OperatorError('--purpose must be marketing or tracking');

@@ -6,11 +6,18 @@ import { uniqueAs } from './org.ts';
 
 /** env create <org-slug> <path-value> --key <environment-key> */
 export async function envCreate(deps: OperatorDeps, argv: string[]) {
-  const { positionals: [orgSlug, pathValue], values } = readArgs(argv, { key: 'string' }, ['org-slug', 'path-value']);
+  const {
+    positionals: [orgSlug, pathValue],
+    values,
+  } = readArgs(argv, { key: 'string' }, ['org-slug', 'path-value']);
   const key = values.key;
-  if (!isValidPathValue(pathValue)) throw new OperatorError(`invalid path value ${JSON.stringify(pathValue)}: 1-63 lowercase letters, digits, hyphens or underscores, starting and ending with a letter or digit`);
+  if (!isValidPathValue(pathValue))
+    throw new OperatorError(
+      `invalid path value ${JSON.stringify(pathValue)}: 1-63 lowercase letters, digits, hyphens or underscores, starting and ending with a letter or digit`,
+    );
   if (key === undefined) throw new OperatorError('--key <environment-key> is required');
-  if (!isValidEnvironmentKey(key)) throw new OperatorError(`invalid environment key ${JSON.stringify(key)}: 1-32 lowercase letters, digits or hyphens, not prod or production`);
+  if (!isValidEnvironmentKey(key))
+    throw new OperatorError(`invalid environment key ${JSON.stringify(key)}: 1-32 lowercase letters, digits or hyphens, not prod or production`);
   const org = await deps.db.organization.findUnique({ where: { slug: orgSlug } });
   if (!org) throw new OperatorError(`organization ${orgSlug} does not exist`);
   await deps.db.environment
@@ -21,7 +28,9 @@ export async function envCreate(deps: OperatorDeps, argv: string[]) {
 
 /** env remove <org-slug> <path-value>: requests for it answer 403 from now on, keys included. */
 export async function envRemove(deps: OperatorDeps, argv: string[]) {
-  const { positionals: [orgSlug, pathValue] } = readArgs(argv, {}, ['org-slug', 'path-value']);
+  const {
+    positionals: [orgSlug, pathValue],
+  } = readArgs(argv, {}, ['org-slug', 'path-value']);
   const { env } = await findEnvironment(deps.db, orgSlug, pathValue);
   if (env.isProduction) throw new OperatorError('Production cannot be removed');
   if (!env.removedAt) await deps.db.environment.update({ where: { id: env.id }, data: { removedAt: new Date() } });

@@ -5,7 +5,10 @@ import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.t
 
 /** events names <org-slug> [--env <path-value>] [--days 30]: the custom events list. */
 export async function eventsNames(deps: OperatorDeps, argv: string[]) {
-  const { positionals: [orgSlug], values } = readArgs(argv, { env: 'string', days: 'string' }, ['org-slug']);
+  const {
+    positionals: [orgSlug],
+    values,
+  } = readArgs(argv, { env: 'string', days: 'string' }, ['org-slug']);
   const days = Number(values.days ?? '30');
   if (!Number.isFinite(days) || days <= 0) throw new OperatorError('--days must be a positive number');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
@@ -16,7 +19,10 @@ const PENDING_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', '
 
 /** events get <org-slug> <messageId> [--env <path-value>]: the stored event, or `pending` while queued. */
 export async function eventsGet(deps: OperatorDeps, argv: string[]) {
-  const { positionals: [orgSlug, messageId], values } = readArgs(argv, { env: 'string' }, ['org-slug', 'messageId']);
+  const {
+    positionals: [orgSlug, messageId],
+    values,
+  } = readArgs(argv, { env: 'string' }, ['org-slug', 'messageId']);
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   const stored = await findEvent(deps.db, env.id, messageId);
   if (stored) return stored;
@@ -24,7 +30,8 @@ export async function eventsGet(deps: OperatorDeps, argv: string[]) {
   if (!job) throw new OperatorError(`no event ${JSON.stringify(messageId)} in ${env.pathValue}`);
   const state = await job.getState();
   // A job that failed for good but could not be recorded (PostgreSQL was down) is still visible here.
-  if (state === 'failed') return { messageId, status: 'failed', receivedAt: job.data.receivedAt, error: job.failedReason, event: parsePayload(job.data.payload) };
+  if (state === 'failed')
+    return { messageId, status: 'failed', receivedAt: job.data.receivedAt, error: job.failedReason, event: parsePayload(job.data.payload) };
   if (!PENDING_STATES.has(state)) throw new OperatorError(`no event ${JSON.stringify(messageId)} in ${env.pathValue}`);
   return { messageId, status: 'pending', receivedAt: job.data.receivedAt, event: parsePayload(job.data.payload) };
 }

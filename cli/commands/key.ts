@@ -4,7 +4,10 @@ import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.t
 
 /** key create <org-slug> [--env <path-value>]: the only time the key itself is printed. */
 export async function keyCreate(deps: OperatorDeps, argv: string[]) {
-  const { positionals: [orgSlug], values } = readArgs(argv, { env: 'string' }, ['org-slug']);
+  const {
+    positionals: [orgSlug],
+    values,
+  } = readArgs(argv, { env: 'string' }, ['org-slug']);
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   if (env.removedAt) throw new OperatorError(`environment ${env.pathValue} is removed`);
   const key = generateApiKey();
@@ -16,7 +19,10 @@ export async function keyCreate(deps: OperatorDeps, argv: string[]) {
 
 /** key list <org-slug> [--env <path-value>] */
 export async function keyList(deps: OperatorDeps, argv: string[]) {
-  const { positionals: [orgSlug], values } = readArgs(argv, { env: 'string' }, ['org-slug']);
+  const {
+    positionals: [orgSlug],
+    values,
+  } = readArgs(argv, { env: 'string' }, ['org-slug']);
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   const keys = await deps.db.apiKey.findMany({ where: { environmentId: env.id }, orderBy: { createdAt: 'asc' } });
   return keys.map((k) => ({ suffix: k.suffix, status: k.status, environment: env.pathValue, createdAt: k.createdAt.getTime() }));
@@ -24,7 +30,10 @@ export async function keyList(deps: OperatorDeps, argv: string[]) {
 
 /** key revoke <org-slug> <suffix> [--env <path-value>]: 401 on every gateway from the moment this returns. */
 export async function keyRevoke(deps: OperatorDeps, argv: string[]) {
-  const { positionals: [orgSlug, suffix], values } = readArgs(argv, { env: 'string' }, ['org-slug', 'suffix']);
+  const {
+    positionals: [orgSlug, suffix],
+    values,
+  } = readArgs(argv, { env: 'string' }, ['org-slug', 'suffix']);
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   const keys = await deps.db.apiKey.findMany({ where: { environmentId: env.id, suffix } });
   if (!keys.length) throw new OperatorError(`no key ending in ${suffix} in ${env.pathValue}`);

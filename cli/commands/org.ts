@@ -6,7 +6,10 @@ import { OperatorError, type OperatorDeps } from '../operator.ts';
 export const FEATURES = ['join-by-email', 'attribute-trigger'] as const;
 
 function parseFeatures(raw: string | undefined): string[] {
-  const list = (raw ?? '').split(',').map((f) => f.trim()).filter(Boolean);
+  const list = (raw ?? '')
+    .split(',')
+    .map((f) => f.trim())
+    .filter(Boolean);
   const unknown = list.filter((f) => !(FEATURES as readonly string[]).includes(f));
   if (unknown.length) throw new OperatorError(`unknown feature ${unknown.join(', ')} (known: ${FEATURES.join(', ')})`);
   return [...new Set(list)].sort();
@@ -14,8 +17,12 @@ function parseFeatures(raw: string | undefined): string[] {
 
 /** org create <slug> [--features f1,f2]: the organization and its Production environment. */
 export async function orgCreate(deps: OperatorDeps, argv: string[]) {
-  const { positionals: [slug], values } = readArgs(argv, { features: 'string' }, ['slug']);
-  if (!isValidOrgSlug(slug)) throw new OperatorError(`invalid slug ${JSON.stringify(slug)}: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit`);
+  const {
+    positionals: [slug],
+    values,
+  } = readArgs(argv, { features: 'string' }, ['slug']);
+  if (!isValidOrgSlug(slug))
+    throw new OperatorError(`invalid slug ${JSON.stringify(slug)}: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit`);
   const features = parseFeatures(values.features);
   if (await deps.db.environment.findUnique({ where: { pathValue: slug } })) {
     throw new OperatorError(`slug ${slug} is already taken`);
@@ -30,7 +37,10 @@ export async function orgCreate(deps: OperatorDeps, argv: string[]) {
 
 /** org features <slug> --set f1,f2 */
 export async function orgFeatures(deps: OperatorDeps, argv: string[]) {
-  const { positionals: [slug], values } = readArgs(argv, { set: 'string' }, ['slug']);
+  const {
+    positionals: [slug],
+    values,
+  } = readArgs(argv, { set: 'string' }, ['slug']);
   if (values.set === undefined) throw new OperatorError('--set is required (an empty value clears every feature)');
   const features = parseFeatures(values.set);
   const org = await deps.db.organization.update({ where: { slug }, data: { features } }).catch((err) => {

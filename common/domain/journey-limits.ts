@@ -1,25 +1,23 @@
 // Journey size limits (spec, Limits): an event outside them is still stored and
 // counted, but the worker lets it drive no journey.
-import { isJsonContainer, resolveJsonValue } from './stored-event.ts'
+import { isJsonContainer, resolveJsonValue } from './stored-event.ts';
 
-export const JOURNEY_LIMIT_BYTES = 131_072 // 128 KB for properties and IDs
-export const JOURNEY_MAX_DEPTH = 100
+export const JOURNEY_LIMIT_BYTES = 131_072; // 128 KB for properties and IDs
+export const JOURNEY_MAX_DEPTH = 100;
 
-export type JourneyLimits =
-  | { within: true }
-  | { within: false; reason: 'too_large' | 'too_deep' | 'null_character' }
+export type JourneyLimits = { within: true } | { within: false; reason: 'too_large' | 'too_deep' | 'null_character' };
 
-const WITHIN: JourneyLimits = { within: true }
-const TOO_LARGE: JourneyLimits = { within: false, reason: 'too_large' }
-const TOO_DEEP: JourneyLimits = { within: false, reason: 'too_deep' }
-const NULL_CHARACTER: JourneyLimits = { within: false, reason: 'null_character' }
+const WITHIN: JourneyLimits = { within: true };
+const TOO_LARGE: JourneyLimits = { within: false, reason: 'too_large' };
+const TOO_DEEP: JourneyLimits = { within: false, reason: 'too_deep' };
+const NULL_CHARACTER: JourneyLimits = { within: false, reason: 'null_character' };
 
-const NULL_CHAR = '\u0000'
-const NON_WHITESPACE_RE = /\S/
+const NULL_CHAR = '\u0000';
+const NON_WHITESPACE_RE = /\S/;
 
 type Frame =
   | { array: true; value: unknown[]; index: number; depth: number }
-  | { array: false; value: Record<string, unknown>; keys: string[]; index: number; depth: number; wrote: boolean }
+  | { array: false; value: Record<string, unknown>; keys: string[]; index: number; depth: number; wrote: boolean };
 
 // Size = UTF-8 bytes of serializeEvent(properties) + bytes of both IDs. It is
 // summed while walking the properties in serialization order, so the walk can
@@ -31,81 +29,77 @@ type Frame =
 // then too_deep (containers), then too_large. So the reason for a given input
 // is always the same, but it is not a global precedence. Cycles need no special
 // handling: they exceed the depth limit.
-export function checkJourneyLimits(e: {
-  properties: unknown
-  userId: string | null
-  anonymousId: string | null
-}): JourneyLimits {
-  let size = Buffer.byteLength(e.userId ?? '', 'utf8') + Buffer.byteLength(e.anonymousId ?? '', 'utf8')
-  if (size > JOURNEY_LIMIT_BYTES) return TOO_LARGE
+export function checkJourneyLimits(e: { properties: unknown; userId: string | null; anonymousId: string | null }): JourneyLimits {
+  let size = Buffer.byteLength(e.userId ?? '', 'utf8') + Buffer.byteLength(e.anonymousId ?? '', 'utf8');
+  if (size > JOURNEY_LIMIT_BYTES) return TOO_LARGE;
 
-  const stack: Frame[] = []
+  const stack: Frame[] = [];
   // The properties value itself is level 1.
-  const first = visit(stack, resolveJsonValue('', e.properties), 1)
-  if (typeof first !== 'number') return first
-  size += first
-  if (size > JOURNEY_LIMIT_BYTES) return TOO_LARGE
+  const first = visit(stack, resolveJsonValue('', e.properties), 1);
+  if (typeof first !== 'number') return first;
+  size += first;
+  if (size > JOURNEY_LIMIT_BYTES) return TOO_LARGE;
 
   while (stack.length > 0) {
-    const frame = stack[stack.length - 1]
-    let value: unknown
+    const frame = stack[stack.length - 1];
+    let value: unknown;
     if (frame.array) {
       if (frame.index >= frame.value.length) {
-        stack.pop()
-        continue
+        stack.pop();
+        continue;
       }
-      const i = frame.index++
-      if (i > 0) size += 1 // comma
-      value = resolveJsonValue(String(i), frame.value[i])
+      const i = frame.index++;
+      if (i > 0) size += 1; // comma
+      value = resolveJsonValue(String(i), frame.value[i]);
     } else {
       if (frame.index >= frame.keys.length) {
-        stack.pop()
-        continue
+        stack.pop();
+        continue;
       }
-      const key = frame.keys[frame.index++]
-      value = resolveJsonValue(key, frame.value[key])
+      const key = frame.keys[frame.index++];
+      value = resolveJsonValue(key, frame.value[key]);
       // Members JSON.stringify leaves out are not stored, so not checked either.
-      if (isSkipped(value)) continue
-      if (key.includes(NULL_CHAR)) return NULL_CHARACTER
+      if (isSkipped(value)) continue;
+      if (key.includes(NULL_CHAR)) return NULL_CHARACTER;
       // comma (if not first), quoted key, colon
-      size += (frame.wrote ? 1 : 0) + Buffer.byteLength(JSON.stringify(key), 'utf8') + 1
-      frame.wrote = true
+      size += (frame.wrote ? 1 : 0) + Buffer.byteLength(JSON.stringify(key), 'utf8') + 1;
+      frame.wrote = true;
     }
-    const bytes = visit(stack, value, frame.depth + 1)
-    if (typeof bytes !== 'number') return bytes
-    size += bytes
-    if (size > JOURNEY_LIMIT_BYTES) return TOO_LARGE
+    const bytes = visit(stack, value, frame.depth + 1);
+    if (typeof bytes !== 'number') return bytes;
+    size += bytes;
+    if (size > JOURNEY_LIMIT_BYTES) return TOO_LARGE;
   }
-  return WITHIN
+  return WITHIN;
 }
 
 // Values JSON.stringify leaves out of objects (and writes as null in arrays).
 function isSkipped(value: unknown): boolean {
-  return value === undefined || typeof value === 'function' || typeof value === 'symbol'
+  return value === undefined || typeof value === 'function' || typeof value === 'symbol';
 }
 
 // Bytes a value adds by itself (a container: its brackets; its members are
 // counted as the walk reaches them), or the limit it breaks.
 function visit(stack: Frame[], value: unknown, depth: number): number | JourneyLimits {
   if (isJsonContainer(value)) {
-    if (depth > JOURNEY_MAX_DEPTH) return TOO_DEEP
-    pushContainer(stack, value, depth)
-    return 2
+    if (depth > JOURNEY_MAX_DEPTH) return TOO_DEEP;
+    pushContainer(stack, value, depth);
+    return 2;
   }
-  if (typeof value === 'string' && value.includes(NULL_CHAR)) return NULL_CHARACTER
-  return Buffer.byteLength(JSON.stringify(value) ?? 'null', 'utf8')
+  if (typeof value === 'string' && value.includes(NULL_CHAR)) return NULL_CHARACTER;
+  return Buffer.byteLength(JSON.stringify(value) ?? 'null', 'utf8');
 }
 
 function pushContainer(stack: Frame[], value: object, depth: number): void {
   if (Array.isArray(value)) {
-    stack.push({ array: true, value, index: 0, depth })
+    stack.push({ array: true, value, index: 0, depth });
   } else {
-    const record = value as Record<string, unknown>
-    stack.push({ array: false, value: record, keys: Object.keys(record), index: 0, depth, wrote: false })
+    const record = value as Record<string, unknown>;
+    stack.push({ array: false, value: record, keys: Object.keys(record), index: 0, depth, wrote: false });
   }
 }
 
 // Journeys look people up by userId; anonymous-only events never drive them.
 export function mayDriveJourneys(e: { userId: string | null }, limits: JourneyLimits): boolean {
-  return limits.within && e.userId !== null && NON_WHITESPACE_RE.test(e.userId)
+  return limits.within && e.userId !== null && NON_WHITESPACE_RE.test(e.userId);
 }

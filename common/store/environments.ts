@@ -20,7 +20,19 @@ export interface BoundEnvironment {
 export async function findKeyByHash(db: Db, hash: string): Promise<KeyRecord | null> {
   const key = await db.apiKey.findUnique({
     where: { hash },
-    select: { status: true, environment: { select: { id: true, pathValue: true, environmentKey: true, isProduction: true, removedAt: true, organization: { select: { slug: true, features: true } } } } },
+    select: {
+      status: true,
+      environment: {
+        select: {
+          id: true,
+          pathValue: true,
+          environmentKey: true,
+          isProduction: true,
+          removedAt: true,
+          organization: { select: { slug: true, features: true } },
+        },
+      },
+    },
   });
   if (!key) return null;
   const e = key.environment;

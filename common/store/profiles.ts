@@ -35,7 +35,13 @@ export async function applyIdentify(db: Db, env: IdentifyEnvironment, input: Ide
   const messageId = input.messageId ?? randomUUID();
   const callTime = input.timestampMs ?? receivedAt;
   const traitsText = serializeEvent(input.traits);
-  if (input.consent.length === 0 && !env.features.includes('join-by-email') && !traitsText.includes('\\u0000') && !input.userId.includes('\0') && !messageId.includes('\0')) {
+  if (
+    input.consent.length === 0 &&
+    !env.features.includes('join-by-email') &&
+    !traitsText.includes('\\u0000') &&
+    !input.userId.includes('\0') &&
+    !messageId.includes('\0')
+  ) {
     const kind = await applyTraitsOnly(db, env.id, input, messageId, callTime, traitsText);
     if (kind !== 'slow') return { kind, messageId };
   }
@@ -47,7 +53,14 @@ export async function applyIdentify(db: Db, env: IdentifyEnvironment, input: Ide
  * applies the same rules as the transaction below. It answers 'slow' when the stored profile
  * holds a value jsonb cannot (U+0000); values nested deeper than jsonb allows fail the same way.
  */
-async function applyTraitsOnly(db: Db, envId: string, input: IdentifyInput, messageId: string, callTime: number, traitsText: string): Promise<IdentifyResult['kind'] | 'slow'> {
+async function applyTraitsOnly(
+  db: Db,
+  envId: string,
+  input: IdentifyInput,
+  messageId: string,
+  callTime: number,
+  traitsText: string,
+): Promise<IdentifyResult['kind'] | 'slow'> {
   const claims = (['email', 'phone'] as const)
     .filter((trait) => Object.hasOwn(input.traits, trait))
     .map((trait) => {
@@ -67,7 +80,14 @@ async function applyTraitsOnly(db: Db, envId: string, input: IdentifyInput, mess
   }
 }
 
-async function applyInTransaction(db: Db, env: IdentifyEnvironment, input: IdentifyInput, messageId: string, callTime: number, now: number): Promise<IdentifyResult> {
+async function applyInTransaction(
+  db: Db,
+  env: IdentifyEnvironment,
+  input: IdentifyInput,
+  messageId: string,
+  callTime: number,
+  now: number,
+): Promise<IdentifyResult> {
   const userKey = toPgText(input.userId);
   return db.$transaction(async (tx) => {
     const replay = await claimMessageId(tx, env.id, messageId, userKey, input);
@@ -92,7 +112,13 @@ async function applyInTransaction(db: Db, env: IdentifyEnvironment, input: Ident
     if (merged.changed.length) {
       outbox.push({
         kind: SERVICE_EVENTS.profileFieldsChanged,
-        payload: { userId: input.userId, profileId: profile.id, messageId, at: callTime, changed: Object.fromEntries(merged.changed.map((k) => [k, merged.fields[k]])) },
+        payload: {
+          userId: input.userId,
+          profileId: profile.id,
+          messageId,
+          at: callTime,
+          changed: Object.fromEntries(merged.changed.map((k) => [k, merged.fields[k]])),
+        },
       });
     }
     for (const change of await resolveConsent(tx, env.id, profile.id, input, callTime, now)) {
@@ -176,7 +202,10 @@ function readState(row: ProfileRow): TraitState {
 
 /** Every email/phone value a call sends is kept with the call's time, for "as of" lookups. */
 async function recordAddressClaims(tx: Tx, profileId: string, traits: Record<string, unknown>, callTime: number) {
-  for (const [channel, trait] of [['email', 'email'], ['sms', 'phone']] as const) {
+  for (const [channel, trait] of [
+    ['email', 'email'],
+    ['sms', 'phone'],
+  ] as const) {
     if (!Object.hasOwn(traits, trait)) continue;
     const value = normalizeAddress(channel, traits[trait]) ?? '';
     await tx.$executeRaw`INSERT INTO address_claims (profile_id, channel, value, at) VALUES (${profileId}::uuid, ${channel}, ${toPgText(value)}, ${BigInt(callTime)})`;
@@ -206,7 +235,9 @@ async function resolveConsent(tx: Tx, envId: string, profileId: string, input: I
   for (const c of candidates) {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${keyOf(c)}, 0))`;
     const { decision, address } = c;
-    const where = { environmentId_channel_purpose_address: { environmentId: envId, channel: decision.channel, purpose: decision.purpose, address: toPgText(address) } };
+    const where = {
+      environmentId_channel_purpose_address: { environmentId: envId, channel: decision.channel, purpose: decision.purpose, address: toPgText(address) },
+    };
     const row = await tx.consentDecision.findUnique({ where });
     const existing = row ? fromRow(row) : null;
     if (!supersedes(decision, existing)) continue;
@@ -220,7 +251,14 @@ async function resolveConsent(tx: Tx, envId: string, profileId: string, input: I
     };
     await tx.consentDecision.upsert({ where, create: { ...where.environmentId_channel_purpose_address, ...data }, update: data });
     if (!existing || existing.status !== decision.status || existing.expiresAt !== decision.expiresAt) {
-      changes.push({ channel: decision.channel, purpose: decision.purpose, address, status: decision.status, decidedAt: decision.decidedAt, expiresAt: decision.expiresAt });
+      changes.push({
+        channel: decision.channel,
+        purpose: decision.purpose,
+        address,
+        status: decision.status,
+        decidedAt: decision.decidedAt,
+        expiresAt: decision.expiresAt,
+      });
     }
   }
   return changes;
@@ -228,10 +266,23 @@ async function resolveConsent(tx: Tx, envId: string, profileId: string, input: I
 
 async function storedAddressAsOf(tx: Tx, profileId: string, decision: Decision): Promise<string | null> {
   const claims = await tx.addressClaim.findMany({ where: { profileId, channel: decision.channel }, orderBy: { id: 'asc' }, select: { value: true, at: true } });
-  return addressAsOf(decision.channel, claims.map((c) => ({ value: c.value, at: Number(c.at) })), decision.decidedAt);
+  return addressAsOf(
+    decision.channel,
+    claims.map((c) => ({ value: c.value, at: Number(c.at) })),
+    decision.decidedAt,
+  );
 }
 
-export function fromRow(row: { channel: string; purpose: string; status: string; basis: string | null; source: string; proofRef: string | null; decidedAt: bigint; expiresAt: bigint | null }): Decision {
+export function fromRow(row: {
+  channel: string;
+  purpose: string;
+  status: string;
+  basis: string | null;
+  source: string;
+  proofRef: string | null;
+  decidedAt: bigint;
+  expiresAt: bigint | null;
+}): Decision {
   return {
     channel: row.channel as Decision['channel'],
     purpose: row.purpose as Decision['purpose'],

@@ -9,7 +9,7 @@ import type { TestContext } from 'yup';
 import { abortError, isAborting, issueAt, issueError, issueErrors, toIssues } from './issues.ts';
 import type { Issue, IssueData, IssueOptions } from './issues.ts';
 import { parseTimestamp } from './timestamp.ts';
-import { receivedType } from './received-type.ts';
+import { JSON_TYPES, messagesFor, receivedType, type JsonType } from './received-type.ts';
 
 export interface ConsentDecisionInput {
   channel: 'email' | 'sms';
@@ -31,10 +31,7 @@ export interface IdentifyInput {
   consent: ConsentDecisionInput[]; // defaults applied: purpose marketing, source api
 }
 
-export type IdentifyCheck =
-  | { ok: true; input: IdentifyInput }
-  | { ok: false; issues: Issue[] }
-  | { ok: false; tooFarAhead: true };
+export type IdentifyCheck = { ok: true; input: IdentifyInput } | { ok: false; issues: Issue[] } | { ok: false; tooFarAhead: true };
 
 // A timestamp may be at most this far ahead of the service clock.
 export const MAX_TIMESTAMP_AHEAD_MS = 5 * 60_000;
@@ -42,34 +39,13 @@ export const MAX_TIMESTAMP_AHEAD_MS = 5 * 60_000;
 const CHANNELS = ['email', 'sms'] as const;
 const STATUSES = ['granted', 'withdrawn', 'unknown'] as const;
 const PURPOSES = ['marketing', 'tracking'] as const;
-const BASES = [
-  'consent',
-  'legitimate_interest',
-  'contract',
-  'implied_transaction',
-  'implied_contract',
-  'implied_inquiry',
-] as const;
+const BASES = ['consent', 'legitimate_interest', 'contract', 'implied_transaction', 'implied_contract', 'implied_inquiry'] as const;
 const SOURCES = ['import', 'signup_form', 'api', 'manual'] as const;
-const IMPLIED_BASES: ReadonlySet<unknown> = new Set([
-  'implied_transaction',
-  'implied_contract',
-  'implied_inquiry',
-]);
+const IMPLIED_BASES: ReadonlySet<unknown> = new Set(['implied_transaction', 'implied_contract', 'implied_inquiry']);
 
 // zod's util.joinValues: 'email' | 'sms'
 function joinValues(values: readonly string[]): string {
   return values.map((v) => `'${v}'`).join(' | ');
-}
-
-// JSON values can only have these types; the tables avoid building strings per request.
-const JSON_TYPES = ['null', 'array', 'string', 'number', 'boolean', 'object'] as const;
-type JsonType = (typeof JSON_TYPES)[number];
-
-function messagesFor(expected: string): Readonly<Record<JsonType, string>> {
-  const table = {} as Record<JsonType, string>;
-  for (const t of JSON_TYPES) table[t] = `Expected ${expected}, received ${t}`;
-  return Object.freeze(table);
 }
 
 export const IDENTIFY_MESSAGES = Object.freeze({
@@ -83,8 +59,7 @@ export const IDENTIFY_MESSAGES = Object.freeze({
   before1970: 'Timestamp must be on or after 1970-01-01T00:00:00Z',
   traitsRequired: 'At least one trait is required unless consent is provided',
   consentedAtRequired: 'consentedAt is required for a granted implied-consent basis',
-  expiresAtRequired:
-    'expiresAt is required for a granted implied_contract decision (termination + CASL window)',
+  expiresAtRequired: 'expiresAt is required for a granted implied_contract decision (termination + CASL window)',
   trackingEmailOnly: 'tracking consent applies to the email channel only',
   trackingBasis: "a tracking grant needs basis 'consent'",
   expectedInteger: 'Expected integer, received float',
@@ -221,8 +196,7 @@ const checkRequiredTrimmed: FieldCheck = (value, ctx, key) => {
 };
 
 // zod: z.string().trim().min(1).optional()
-const checkOptionalTrimmed: FieldCheck = (value, ctx, key) =>
-  value === undefined || checkRequiredTrimmed(value, ctx, key);
+const checkOptionalTrimmed: FieldCheck = (value, ctx, key) => value === undefined || checkRequiredTrimmed(value, ctx, key);
 
 // zod: z.string().min(1).optional()
 const checkOptionalNonEmpty: FieldCheck = (value, ctx, key) => {
@@ -232,8 +206,7 @@ const checkOptionalNonEmpty: FieldCheck = (value, ctx, key) => {
 };
 
 // zod: z.record(z.unknown()).optional()
-const checkOptionalObject: FieldCheck = (value, ctx, key) =>
-  value === undefined || isObject(value) || fatal(ctx, typeIssue(OBJECT_TYPES, value), key);
+const checkOptionalObject: FieldCheck = (value, ctx, key) => value === undefined || isObject(value) || fatal(ctx, typeIssue(OBJECT_TYPES, value), key);
 
 // zod: z.number().int().optional() (a float is a dirty issue in zod)
 const checkOptionalInteger: FieldCheck = (value, ctx, key) => {
@@ -314,11 +287,7 @@ const checkDecision: Check = (value, ctx) => {
 };
 
 // The consent validation table of the spec.
-function addConsentRules(
-  d: Record<string, unknown>,
-  ctx: TestContext,
-  errors: ValidationError[] | null,
-): ValidationError[] | null {
+function addConsentRules(d: Record<string, unknown>, ctx: TestContext, errors: ValidationError[] | null): ValidationError[] | null {
   const granted = d.status === 'granted';
   if (granted && d.consentedAt === undefined && IMPLIED_BASES.has(d.basis)) {
     (errors ??= []).push(dirty(ctx, CONSENTED_AT_REQUIRED, 'consentedAt'));
@@ -356,8 +325,7 @@ const checkTraitsRule: Check = (value, ctx) => {
 
 // ---- the schema (built once) -----------------------------------------------
 
-const NOT_AN_ARRAY: FieldCheck = (value, ctx) =>
-  value === undefined || abortError(ctx, typeIssue(ARRAY_TYPES, value));
+const NOT_AN_ARRAY: FieldCheck = (value, ctx) => value === undefined || abortError(ctx, typeIssue(ARRAY_TYPES, value));
 
 // lazy() picks by JSON type so that array()'s own type check (with yup's
 // message) never runs.

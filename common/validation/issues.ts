@@ -50,17 +50,12 @@ interface IssueParams {
 
 // One function for every error: yup interpolates `${...}` in string messages,
 // and messages can hold caller data (an enum value), so never pass them as strings.
-const issueMessage: Message = (params: Record<string, unknown>) =>
-  (params.issue as IssueData).message;
+const issueMessage: Message = (params: Record<string, unknown>) => (params.issue as IssueData).message;
 
 const NO_OPTIONS: IssueOptions = {};
 
 // The error a yup test returns for one issue.
-export function issueError(
-  ctx: TestContext,
-  issue: IssueData,
-  options: IssueOptions = NO_OPTIONS,
-): ValidationError {
+export function issueError(ctx: TestContext, issue: IssueData, options: IssueOptions = NO_OPTIONS): ValidationError {
   const params: IssueParams = {
     issue,
     aborts: options.aborts === true,

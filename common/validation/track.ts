@@ -1,33 +1,21 @@
 // Track body validation. Reports only the first problem, in the spec's field
 // order, with zod-style messages (the API's 400 texts are zod's wording).
-import { parseTimestamp } from './timestamp.ts'
-import { receivedType } from './received-type.ts'
+import { parseTimestamp } from './timestamp.ts';
+import { messagesFor, receivedType, type JsonType } from './received-type.ts';
 
 export interface TrackEvent {
-  type: 'track'
-  messageId: string
-  event: string
-  timestamp: string
-  userId: string | null
-  anonymousId: string | null
-  properties: Record<string, unknown>
-  context: Record<string, unknown>
-  integrations: Record<string, unknown>
+  type: 'track';
+  messageId: string;
+  event: string;
+  timestamp: string;
+  userId: string | null;
+  anonymousId: string | null;
+  properties: Record<string, unknown>;
+  context: Record<string, unknown>;
+  integrations: Record<string, unknown>;
 }
 
-export type TrackCheck =
-  | { ok: true; event: TrackEvent; timestampMs: number }
-  | { ok: false; message: string }
-
-// JSON values can only have these types; the tables avoid building strings per request.
-const JSON_TYPES = ['null', 'array', 'string', 'number', 'boolean', 'object'] as const
-type JsonType = (typeof JSON_TYPES)[number]
-
-function messagesFor(expected: string): Record<JsonType, string> {
-  const table = {} as Record<JsonType, string>
-  for (const t of JSON_TYPES) table[t] = `Expected ${expected}, received ${t}`
-  return table
-}
+export type TrackCheck = { ok: true; event: TrackEvent; timestampMs: number } | { ok: false; message: string };
 
 export const TRACK_MESSAGES = {
   invalidType: 'Invalid literal value, expected "track"',
@@ -38,97 +26,94 @@ export const TRACK_MESSAGES = {
   idRequired: 'At least one of userId or anonymousId is required',
   expectedString: messagesFor('string'),
   expectedObject: messagesFor('object'),
-} as const
+} as const;
 
-export const RESERVED_EVENT_NAMES: ReadonlySet<string> = new Set([
-  'profile_fields_changed',
-  'subscription_changed',
-])
+export const RESERVED_EVENT_NAMES: ReadonlySet<string> = new Set(['profile_fields_changed', 'subscription_changed']);
 
-const NON_WHITESPACE_RE = /\S/
+const NON_WHITESPACE_RE = /\S/;
 
 // Empty or whitespace-only IDs count as absent (but are still stored as sent).
 export function hasId(v: string | null): boolean {
-  return v !== null && NON_WHITESPACE_RE.test(v)
+  return v !== null && NON_WHITESPACE_RE.test(v);
 }
 
 function expected(table: Record<JsonType, string>, kind: string, v: unknown): string {
-  const t = receivedType(v)
+  const t = receivedType(v);
   // zod says "Required" for undefined; other non-JSON types cannot come from a JSON body.
-  if (t === 'undefined') return TRACK_MESSAGES.required
-  return table[t as JsonType] ?? `Expected ${kind}, received ${t}`
+  if (t === 'undefined') return TRACK_MESSAGES.required;
+  return table[t as JsonType] ?? `Expected ${kind}, received ${t}`;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function fail(message: string): TrackCheck {
-  return { ok: false, message }
+  return { ok: false, message };
 }
 
 // Required non-empty string (messageId, event): message or null when fine.
 function requiredStringProblem(v: unknown): string | null {
-  if (typeof v === 'string') return v.length === 0 ? TRACK_MESSAGES.emptyString : null
-  return expected(TRACK_MESSAGES.expectedString, 'string', v)
+  if (typeof v === 'string') return v.length === 0 ? TRACK_MESSAGES.emptyString : null;
+  return expected(TRACK_MESSAGES.expectedString, 'string', v);
 }
 
 // Optional ID: absent and null are both fine.
 function idProblem(v: unknown): string | null {
-  if (v === undefined || v === null || typeof v === 'string') return null
-  return expected(TRACK_MESSAGES.expectedString, 'string', v)
+  if (v === undefined || v === null || typeof v === 'string') return null;
+  return expected(TRACK_MESSAGES.expectedString, 'string', v);
 }
 
 // Optional object: absent is fine, null is not.
 function objectProblem(v: unknown): string | null {
-  if (v === undefined || isObject(v)) return null
-  return expected(TRACK_MESSAGES.expectedObject, 'object', v)
+  if (v === undefined || isObject(v)) return null;
+  return expected(TRACK_MESSAGES.expectedObject, 'object', v);
 }
 
 export function checkTrack(body: unknown): TrackCheck {
-  if (!isObject(body)) return fail(expected(TRACK_MESSAGES.expectedObject, 'object', body))
+  if (!isObject(body)) return fail(expected(TRACK_MESSAGES.expectedObject, 'object', body));
 
-  if (body.type !== 'track') return fail(TRACK_MESSAGES.invalidType)
+  if (body.type !== 'track') return fail(TRACK_MESSAGES.invalidType);
 
-  const messageId = body.messageId
-  const messageIdProblem = requiredStringProblem(messageId)
-  if (messageIdProblem !== null) return fail(messageIdProblem)
+  const messageId = body.messageId;
+  const messageIdProblem = requiredStringProblem(messageId);
+  if (messageIdProblem !== null) return fail(messageIdProblem);
 
-  const userId = body.userId
-  const userIdProblem = idProblem(userId)
-  if (userIdProblem !== null) return fail(userIdProblem)
+  const userId = body.userId;
+  const userIdProblem = idProblem(userId);
+  if (userIdProblem !== null) return fail(userIdProblem);
 
-  const anonymousId = body.anonymousId
-  const anonymousIdProblem = idProblem(anonymousId)
-  if (anonymousIdProblem !== null) return fail(anonymousIdProblem)
+  const anonymousId = body.anonymousId;
+  const anonymousIdProblem = idProblem(anonymousId);
+  if (anonymousIdProblem !== null) return fail(anonymousIdProblem);
 
-  const event = body.event
-  const eventProblem = requiredStringProblem(event)
-  if (eventProblem !== null) return fail(eventProblem)
-  if (RESERVED_EVENT_NAMES.has(event as string)) return fail(TRACK_MESSAGES.reservedEvent)
+  const event = body.event;
+  const eventProblem = requiredStringProblem(event);
+  if (eventProblem !== null) return fail(eventProblem);
+  if (RESERVED_EVENT_NAMES.has(event as string)) return fail(TRACK_MESSAGES.reservedEvent);
 
-  const timestamp = body.timestamp
+  const timestamp = body.timestamp;
   if (typeof timestamp !== 'string') {
-    return fail(expected(TRACK_MESSAGES.expectedString, 'string', timestamp))
+    return fail(expected(TRACK_MESSAGES.expectedString, 'string', timestamp));
   }
-  const parsed = parseTimestamp(timestamp)
-  if (!parsed.ok) return fail(TRACK_MESSAGES.invalidDatetime)
+  const parsed = parseTimestamp(timestamp);
+  if (!parsed.ok) return fail(TRACK_MESSAGES.invalidDatetime);
 
-  const context = body.context
-  const contextProblem = objectProblem(context)
-  if (contextProblem !== null) return fail(contextProblem)
+  const context = body.context;
+  const contextProblem = objectProblem(context);
+  if (contextProblem !== null) return fail(contextProblem);
 
-  const integrations = body.integrations
-  const integrationsProblem = objectProblem(integrations)
-  if (integrationsProblem !== null) return fail(integrationsProblem)
+  const integrations = body.integrations;
+  const integrationsProblem = objectProblem(integrations);
+  if (integrationsProblem !== null) return fail(integrationsProblem);
 
-  const properties = body.properties
-  const propertiesProblem = objectProblem(properties)
-  if (propertiesProblem !== null) return fail(propertiesProblem)
+  const properties = body.properties;
+  const propertiesProblem = objectProblem(properties);
+  if (propertiesProblem !== null) return fail(propertiesProblem);
 
-  const user = (userId as string | null | undefined) ?? null
-  const anonymous = (anonymousId as string | null | undefined) ?? null
-  if (!hasId(user) && !hasId(anonymous)) return fail(TRACK_MESSAGES.idRequired)
+  const user = (userId as string | null | undefined) ?? null;
+  const anonymous = (anonymousId as string | null | undefined) ?? null;
+  if (!hasId(user) && !hasId(anonymous)) return fail(TRACK_MESSAGES.idRequired);
 
   return {
     ok: true,
@@ -144,5 +129,5 @@ export function checkTrack(body: unknown): TrackCheck {
       context: (context as Record<string, unknown> | undefined) ?? {},
       integrations: (integrations as Record<string, unknown> | undefined) ?? {},
     },
-  }
+  };
 }

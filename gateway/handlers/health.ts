@@ -11,10 +11,7 @@ export const healthz: Middleware = async function healthz(ctx) {
 /** PostgreSQL and Redis both answer within a second. */
 export function readyz(deps: { db: Db; redis: Redis }): Middleware {
   return async function readyz(ctx) {
-    const [postgres, redis] = await Promise.all([
-      answers(deps.db.$queryRaw`SELECT 1`),
-      answers(deps.redis.ping()),
-    ]);
+    const [postgres, redis] = await Promise.all([answers(deps.db.$queryRaw`SELECT 1`), answers(deps.redis.ping())]);
     ctx.status = postgres && redis ? 200 : 503;
     ctx.body = { status: postgres && redis ? 'ready' : 'unavailable', postgres, redis };
   };

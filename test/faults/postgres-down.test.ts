@@ -75,11 +75,14 @@ async function expectDown(t: ExecutionContext, api: Awaited<ReturnType<typeof pi
 /** Polls until Identify and Profiles answer 200 again, without restarting anything. */
 async function recovers(t: ExecutionContext, api: Awaited<ReturnType<typeof pipeline>>['api'], withinMs: number) {
   const started = Date.now();
-  const ok = await eventually(async () => {
-    const [i, p] = [await api.identify(), await api.profile()];
-    for (const r of [i, p]) if (r.status !== 200) t.is(r.text, INTERNAL, 'while recovering, only the 500 of the spec');
-    return i.status === 200 && p.status === 200;
-  }, { timeoutMs: withinMs, intervalMs: 250 });
+  const ok = await eventually(
+    async () => {
+      const [i, p] = [await api.identify(), await api.profile()];
+      for (const r of [i, p]) if (r.status !== 200) t.is(r.text, INTERNAL, 'while recovering, only the 500 of the spec');
+      return i.status === 200 && p.status === 200;
+    },
+    { timeoutMs: withinMs, intervalMs: 250 },
+  );
   t.true(ok, `Identify and Profiles answered 200 again within ${withinMs} ms`);
   t.log(`recovered ${Date.now() - started} ms after PostgreSQL came back`);
   const p = await api.profile();
@@ -122,13 +125,18 @@ test('PostgreSQL stalls on new connections: 500 within the bound, then 200 again
   await recovers(t, api, 10_000);
 });
 
-
 test('PostgreSQL stops answering on open connections: 500 within the bound, then 200 again', async (t) => {
   const proxy = await startFreezableProxy(PG_PORT);
   const { api } = await pipeline(t, proxy);
   // Warm the pool: several connections open and idle.
-  t.deepEqual((await Promise.all([api.identify(), api.identify('pg-other')])).map((r) => r.status), [200, 200]);
-  t.deepEqual((await Promise.all([api.profile(), api.profile('pg-other'), api.profile(), api.profile('pg-other')])).map((r) => r.status), [200, 200, 200, 200]);
+  t.deepEqual(
+    (await Promise.all([api.identify(), api.identify('pg-other')])).map((r) => r.status),
+    [200, 200],
+  );
+  t.deepEqual(
+    (await Promise.all([api.profile(), api.profile('pg-other'), api.profile(), api.profile('pg-other')])).map((r) => r.status),
+    [200, 200, 200, 200],
+  );
 
   proxy.freeze();
   await expectDown(t, api, 'freeze');
@@ -175,6 +183,9 @@ test('Track while PostgreSQL is away: 202 for a key the gateway has cached, 500 
   expectInternal(t, await api.track(), 'track once the cache entry lapsed');
 
   proxy.restore();
-  const back = await eventually(async () => (await api.track()).status === 202 && (await api.track(trackBody(), other)).status === 202, { timeoutMs: 10_000, intervalMs: 250 });
+  const back = await eventually(async () => (await api.track()).status === 202 && (await api.track(trackBody(), other)).status === 202, {
+    timeoutMs: 10_000,
+    intervalMs: 250,
+  });
   t.true(back, 'Track accepts both keys again');
 });

@@ -61,13 +61,16 @@ async function expectRefused(t: ExecutionContext, send: (b: Record<string, unkno
 async function recovers(t: ExecutionContext, send: (b: Record<string, unknown>) => Promise<Sent>, withinMs: number) {
   const started = Date.now();
   const accepted: string[] = [];
-  const ok = await eventually(async () => {
-    const body = trackBody({ event: 'Probe' });
-    const reply = await send(body);
-    t.not(reply.status, 500, reply.text);
-    if (reply.status === 202) accepted.push(body.messageId as string);
-    return reply.status === 202;
-  }, { timeoutMs: withinMs, intervalMs: 200 });
+  const ok = await eventually(
+    async () => {
+      const body = trackBody({ event: 'Probe' });
+      const reply = await send(body);
+      t.not(reply.status, 500, reply.text);
+      if (reply.status === 202) accepted.push(body.messageId as string);
+      return reply.status === 202;
+    },
+    { timeoutMs: withinMs, intervalMs: 200 },
+  );
   t.true(ok, `Track accepted again within ${withinMs} ms`);
   t.log(`Track answered 202 again ${Date.now() - started} ms after Redis came back`);
   return accepted;
@@ -154,7 +157,6 @@ test('Redis hangs (new connections stall): 503 within the enqueue bound, then 20
   const ids = [...before, ...probes, ...refused.map((b) => b.messageId as string)];
   await storedOnce(t, direct, tenant, ids, ids.length);
 });
-
 
 test('Redis stops answering on open connections: 503 within the enqueue bound; a late-landing refused event is still one event', async (t) => {
   const proxy = await startFreezableProxy(REDIS_PORT);

@@ -22,7 +22,13 @@ test('gateway: requests in flight at SIGTERM are answered, then it exits 0 and r
   // Each request has its headers and half its body on the wire when the signal arrives.
   const started = Array.from({ length: 10 }, () => {
     const body = Buffer.from(JSON.stringify(trackBody()));
-    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: `/api/track/${tenant.slug}`, headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'content-length': body.length } });
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: `/api/track/${tenant.slug}`,
+      headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'content-length': body.length },
+    });
     // A dropped request resolves as 0, so the assertion below names it instead of an unhandled rejection.
     const reply = new Promise<number>((resolve) => {
       req.on('response', (res) => {
@@ -38,7 +44,11 @@ test('gateway: requests in flight at SIGTERM are answered, then it exits 0 and r
   gw.process.kill('SIGTERM');
   // Once draining it accepts no new connection (poll: the signal takes a moment to land).
   const refused = await eventually(
-    () => request(gw.url, '/healthz', { method: 'GET', timeoutMs: 1000 }).then(() => false, () => true),
+    () =>
+      request(gw.url, '/healthz', { method: 'GET', timeoutMs: 1000 }).then(
+        () => false,
+        () => true,
+      ),
     { timeoutMs: 10_000, intervalMs: 50 },
   );
   t.true(refused, 'no new connections once draining');

@@ -19,7 +19,10 @@ test.before(async () => {
 test.after.always(async () => {
   await Promise.all(children.map((c) => c.kill('SIGKILL')));
   // The backlog's 2000 completed jobs would otherwise stay in Redis (nothing runs on this prefix again).
-  await h?.operator.eventsQueue().obliterate({ force: true }).catch(() => {});
+  await h?.operator
+    .eventsQueue()
+    .obliterate({ force: true })
+    .catch(() => {});
   await h?.close();
 });
 
@@ -39,7 +42,13 @@ test('a worker killed mid-batch loses and doubles nothing', async (t) => {
     ids.push(checked.event.messageId);
     jobs.push({
       name: 'track',
-      data: { environmentId: tenant.environmentId, messageId: checked.event.messageId, receivedAt: Date.now(), timestampMs: checked.timestampMs, payload: storedTrackPayload(body) },
+      data: {
+        environmentId: tenant.environmentId,
+        messageId: checked.event.messageId,
+        receivedAt: Date.now(),
+        timestampMs: checked.timestampMs,
+        payload: storedTrackPayload(body),
+      },
       opts: { jobId: jobIdFor(tenant.environmentId, checked.event.messageId) },
     });
   }
@@ -66,10 +75,15 @@ test('a worker killed mid-batch loses and doubles nothing', async (t) => {
   const all = await eventually(async () => (await rows()) >= N, { timeoutMs: 40_000, intervalMs: 200 });
   t.true(all, `all ${N} events stored (${await rows()} so far)`);
   // Let stragglers finish: nothing must be stored twice or left behind.
-  t.true(await eventually(async () => {
-    const c = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
-    return Object.values(c).every((n) => n === 0);
-  }, { timeoutMs: 20_000 }));
+  t.true(
+    await eventually(
+      async () => {
+        const c = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
+        return Object.values(c).every((n) => n === 0);
+      },
+      { timeoutMs: 20_000 },
+    ),
+  );
 
   t.is(await rows(), N);
   const perId = await h.db.event.groupBy({ by: ['messageId'], where: { environmentId: tenant.environmentId }, _count: { _all: true } });

@@ -111,7 +111,8 @@ function authSuite(endpoint: Endpoint): void {
       const tenant = await newTenant(h);
       assertError(t, await call(tenant.slug, { ...xApiKey(tenant.key), ...envHeader(value) }), status, error);
     },
-    title: (provided = '', value: string, status: number, error: string) => title(`environment header ${provided || JSON.stringify(value)} -> ${status} ${error}`),
+    title: (provided = '', value: string, status: number, error: string) =>
+      title(`environment header ${provided || JSON.stringify(value)} -> ${status} ${error}`),
   });
 
   test(headerRejected, 'production', 403, MESSAGES.forbidden);
@@ -155,8 +156,18 @@ function authSuite(endpoint: Endpoint): void {
     title: (provided = '', _headers: unknown, error: string) => title(`${provided} -> 401 ${error}`),
   });
 
-  test('a wrong X-Api-Key with a valid Bearer', keyRefused, (key) => ({ 'x-api-key': generateApiKey(), authorization: `Bearer ${key}` }), MESSAGES.invalidApiKey);
-  test('a wrong X-Api-Key with a valid Basic', keyRefused, (key) => ({ 'x-api-key': 'nope', authorization: `Basic ${b64(`${key}:`)}` }), MESSAGES.invalidApiKey);
+  test(
+    'a wrong X-Api-Key with a valid Bearer',
+    keyRefused,
+    (key) => ({ 'x-api-key': generateApiKey(), authorization: `Bearer ${key}` }),
+    MESSAGES.invalidApiKey,
+  );
+  test(
+    'a wrong X-Api-Key with a valid Basic',
+    keyRefused,
+    (key) => ({ 'x-api-key': 'nope', authorization: `Basic ${b64(`${key}:`)}` }),
+    MESSAGES.invalidApiKey,
+  );
   test('no key', keyRefused, () => ({}), MESSAGES.missingApiKey);
   test('a blank X-Api-Key and no Authorization', keyRefused, () => ({ 'x-api-key': '   ' }), MESSAGES.missingApiKey);
   test('Bearer without a token', keyRefused, () => ({ authorization: 'Bearer ' }), MESSAGES.missingApiKey);
@@ -201,7 +212,10 @@ function authSuite(endpoint: Endpoint): void {
     assertOk(t, await call(tenant.slug, xApiKey(tenant.key)));
   });
 
-  type Mismatch = (tenant: Awaited<ReturnType<typeof newTenant>>, env: Awaited<ReturnType<typeof newEnvironment>>) => { pathValue: string; headers: Record<string, string> };
+  type Mismatch = (
+    tenant: Awaited<ReturnType<typeof newTenant>>,
+    env: Awaited<ReturnType<typeof newEnvironment>>,
+  ) => { pathValue: string; headers: Record<string, string> };
 
   const forbidden = test.macro({
     async exec(t, mismatch: Mismatch) {
@@ -214,11 +228,23 @@ function authSuite(endpoint: Endpoint): void {
   });
 
   test('a non-production key on the Production path without header', forbidden, (tenant, env) => ({ pathValue: tenant.slug, headers: xApiKey(env.key) }));
-  test('a non-production key on the Production path with header prod', forbidden, (tenant, env) => ({ pathValue: tenant.slug, headers: { ...xApiKey(env.key), ...envHeader('prod') } }));
+  test('a non-production key on the Production path with header prod', forbidden, (tenant, env) => ({
+    pathValue: tenant.slug,
+    headers: { ...xApiKey(env.key), ...envHeader('prod') },
+  }));
   test('a non-production key on its path value without header', forbidden, (_tenant, env) => ({ pathValue: env.pathValue, headers: xApiKey(env.key) }));
-  test('a non-production key with its header on the Production path', forbidden, (tenant, env) => ({ pathValue: tenant.slug, headers: { ...xApiKey(env.key), ...envHeader(env.envKey) } }));
-  test('a Production key with a non-production header', forbidden, (tenant, env) => ({ pathValue: tenant.slug, headers: { ...xApiKey(tenant.key), ...envHeader(env.envKey) } }));
-  test('a Production key on a non-production path value and header', forbidden, (tenant, env) => ({ pathValue: env.pathValue, headers: { ...xApiKey(tenant.key), ...envHeader(env.envKey) } }));
+  test('a non-production key with its header on the Production path', forbidden, (tenant, env) => ({
+    pathValue: tenant.slug,
+    headers: { ...xApiKey(env.key), ...envHeader(env.envKey) },
+  }));
+  test('a Production key with a non-production header', forbidden, (tenant, env) => ({
+    pathValue: tenant.slug,
+    headers: { ...xApiKey(tenant.key), ...envHeader(env.envKey) },
+  }));
+  test('a Production key on a non-production path value and header', forbidden, (tenant, env) => ({
+    pathValue: env.pathValue,
+    headers: { ...xApiKey(tenant.key), ...envHeader(env.envKey) },
+  }));
 
   test(title("another organization's key -> 403 Forbidden"), async (t) => {
     const [a, b] = await Promise.all([newTenant(h), newTenant(h)]);

@@ -53,7 +53,10 @@ test('a full batch is written at once; the rest follow in the next', async (t) =
   const batcher = createEventBatcher(queue, { maxBatch: 10, timeoutMs: 2000, onBatch: (size) => batches.push(size) });
   const ids = Array.from({ length: 25 }, (_, i) => `full-${Date.now()}-${i}`);
   await Promise.all(ids.map((m) => batcher.add(jobIdFor(job(m).environmentId, m), job(m))));
-  t.deepEqual(batches.sort((a, b) => b - a), [10, 10, 5]);
+  t.deepEqual(
+    batches.sort((a, b) => b - a),
+    [10, 10, 5],
+  );
 });
 
 test('duplicates inside one batch store one job each', async (t) => {
@@ -91,7 +94,10 @@ test('a batch that fails rejects every add in it and stores none of its jobs', a
   const batcher = createEventBatcher(queue, { maxBatch: 1000, timeoutMs: 300, onBatch: (size, ok) => batches.push({ size, ok }) });
   const ids = Array.from({ length: 12 }, (_, i) => `fail-${Date.now()}-${i}`);
   const outcomes = await Promise.allSettled(ids.map((m) => batcher.add(jobIdFor(job(m).environmentId, m), job(m))));
-  t.deepEqual(outcomes.map((o) => o.status), Array(12).fill('rejected'));
+  t.deepEqual(
+    outcomes.map((o) => o.status),
+    Array(12).fill('rejected'),
+  );
   t.deepEqual(batches, [{ size: 12, ok: false }]);
   proxy.cut(); // the held transaction is dropped before EXEC reaches Redis
   t.is(await jobsIn(ids.map((m) => jobIdFor(job(m).environmentId, m))), 0, 'none of the batch is stored');

@@ -54,13 +54,19 @@ function shuffled<T>(items: T[]): T[] {
 
 /** The stored per-trait times of a user's profile. */
 async function traitTimes(tenant: Tenant, userId: string): Promise<Record<string, number>> {
-  const link = await h.db.profileUser.findUniqueOrThrow({ where: { environmentId_userId: { environmentId: tenant.environmentId, userId } }, include: { profile: true } });
+  const link = await h.db.profileUser.findUniqueOrThrow({
+    where: { environmentId_userId: { environmentId: tenant.environmentId, userId } },
+    include: { profile: true },
+  });
   return JSON.parse(link.profile.traitTimes);
 }
 
 /** profile_fields_changed payloads of one user, in the order their transactions wrote them. */
 async function fieldChanges(tenant: Tenant, userId: string): Promise<{ messageId: string; at: number; changed: Record<string, unknown> }[]> {
-  const rows = await h.db.outboxEvent.findMany({ where: { environmentId: tenant.environmentId, kind: SERVICE_EVENTS.profileFieldsChanged }, orderBy: { id: 'asc' } });
+  const rows = await h.db.outboxEvent.findMany({
+    where: { environmentId: tenant.environmentId, kind: SERVICE_EVENTS.profileFieldsChanged },
+    orderBy: { id: 'asc' },
+  });
   return rows.map((r) => JSON.parse(r.payload)).filter((p) => p.userId === userId);
 }
 
@@ -105,8 +111,14 @@ test('equal timestamps racing on one trait: one sent value wins, with that time;
     t.is((await identify(0, tenant, { userId, timestamp: iso(T - 10_000), traits: { tie: 'seed' } })).status, 200);
 
     const sent = Array.from({ length: N }, (_, i) => `v${i}`);
-    const replies = await race(tenant, sent.map((v, i) => ({ userId, timestamp: iso(T), traits: { tie: v, [`e${i}`]: true } })));
-    t.true(replies.every((r) => r.status === 200), replies.map((r) => r.text).join('\n'));
+    const replies = await race(
+      tenant,
+      sent.map((v, i) => ({ userId, timestamp: iso(T), traits: { tie: v, [`e${i}`]: true } })),
+    );
+    t.true(
+      replies.every((r) => r.status === 200),
+      replies.map((r) => r.text).join('\n'),
+    );
 
     const got = await readProfile(tenant, userId);
     t.true(sent.includes(got.json.fields.tie), `final value ${got.json.fields.tie} is one of the sent values`);
@@ -136,7 +148,10 @@ test('concurrent first calls for a new user create exactly one profile', async (
     // Some calls pad the user ID with spaces: it is stored trimmed, so the same profile.
     const bodies = Array.from({ length: N }, (_, i) => ({ userId: i % 3 === 0 ? `  ${userId} ` : userId, timestamp: iso(BASE + i), traits: { [`f${i}`]: i } }));
     const replies = await race(tenant, bodies);
-    t.true(replies.every((r) => r.status === 200), replies.map((r) => r.text).join('\n'));
+    t.true(
+      replies.every((r) => r.status === 200),
+      replies.map((r) => r.text).join('\n'),
+    );
 
     t.is(await h.db.profileUser.count({ where: { environmentId: tenant.environmentId, userId } }), 1);
     const got = await readProfile(tenant, userId);
@@ -155,7 +170,10 @@ test('the same messageId raced on both gateways is applied once: one duplicate f
     const messageId = `race-${round}-${randomBytes(3).toString('hex')}`;
     const body = { userId, messageId, timestamp: iso(BASE + round * 1000), traits: { round, [`r${round}`]: true } };
     // Three copies to each gateway, all at once.
-    const replies = await race(tenant, Array.from({ length: 6 }, () => body));
+    const replies = await race(
+      tenant,
+      Array.from({ length: 6 }, () => body),
+    );
     for (const r of replies) {
       t.is(r.status, 200, r.text);
       t.is(r.json.messageId, messageId);
@@ -206,7 +224,10 @@ test('consent decisions for one address raced: the newest wins whatever the arri
     const [granted, withdrawn] = round % 2 ? [BASE + 2000, BASE + 1000] : [BASE + 1000, BASE + 2000];
     const bodies = [consentCall(userId, email, 'granted', granted), consentCall(userId, email, 'withdrawn', withdrawn)];
     const replies = await race(tenant, round % 4 < 2 ? bodies : bodies.reverse());
-    t.true(replies.every((r) => r.status === 200), replies.map((r) => r.text).join('\n'));
+    t.true(
+      replies.every((r) => r.status === 200),
+      replies.map((r) => r.text).join('\n'),
+    );
     const got = await decision(email);
     t.like(got, { status: granted > withdrawn ? 'granted' : 'withdrawn', decidedAt: Math.max(granted, withdrawn) }, `round ${round}`);
   }
@@ -216,8 +237,14 @@ test('consent decisions for one address raced: the newest wins whatever the arri
     const email = `${uid('shared')}@example.com`;
     const times = shuffled(Array.from({ length: 10 }, (_, k) => BASE + k * 1000));
     const statuses = times.map((_, i) => (i % 2 ? 'granted' : 'withdrawn'));
-    const replies = await race(tenant, times.map((at, i) => consentCall(uid('sharer'), email, statuses[i], at)));
-    t.true(replies.every((r) => r.status === 200), replies.map((r) => r.text).join('\n'));
+    const replies = await race(
+      tenant,
+      times.map((at, i) => consentCall(uid('sharer'), email, statuses[i], at)),
+    );
+    t.true(
+      replies.every((r) => r.status === 200),
+      replies.map((r) => r.text).join('\n'),
+    );
     const newest = times.indexOf(Math.max(...times));
     t.like(await decision(email), { status: statuses[newest], decidedAt: times[newest] });
   }

@@ -136,7 +136,13 @@ const valid = (overrides: Record<string, unknown> = {}): Record<string, unknown>
 
 type Path = (string | number)[];
 const required = (path: Path): Issue => ({ code: 'invalid_type', expected: 'string', received: 'undefined', path, message: M.required });
-const wrongType = (path: Path, expected: string, received: string): Issue => ({ code: 'invalid_type', expected, received, path, message: `Expected ${expected}, received ${received}` });
+const wrongType = (path: Path, expected: string, received: string): Issue => ({
+  code: 'invalid_type',
+  expected,
+  received,
+  path,
+  message: `Expected ${expected}, received ${received}`,
+});
 const tooSmall = (path: Path): Issue => ({ code: 'too_small', minimum: 1, type: 'string', inclusive: true, exact: false, path, message: M.emptyString });
 const invalidDatetime: Issue = { code: 'invalid_string', validation: 'datetime', path: ['timestamp'], message: M.invalidDatetime };
 const custom = (path: Path, message: string): Issue => ({ code: 'custom', path, message });
@@ -198,9 +204,12 @@ test('granted implied_contract without consentedAt and expiresAt', rejects, vali
   consentIssue(0, 'consentedAt', M.consentedAtRequired),
   consentIssue(0, 'expiresAt', M.expiresAtRequired),
 ]);
-test('granted implied_contract without expiresAt (second decision)', rejects, valid({ consent: [granted, { ...granted, basis: 'implied_contract', consentedAt: T(0) }] }), [
-  consentIssue(1, 'expiresAt', M.expiresAtRequired),
-]);
+test(
+  'granted implied_contract without expiresAt (second decision)',
+  rejects,
+  valid({ consent: [granted, { ...granted, basis: 'implied_contract', consentedAt: T(0) }] }),
+  [consentIssue(1, 'expiresAt', M.expiresAtRequired)],
+);
 test('tracking on sms', rejects, valid({ consent: [{ channel: 'sms', status: 'withdrawn', purpose: 'tracking' }] }), [
   consentIssue(0, 'channel', M.trackingEmailOnly),
 ]);
@@ -217,34 +226,47 @@ test('several problems at once', rejects, { userId: 42, traits: null, timestamp:
   wrongType(['context'], 'object', 'null'),
   wrongType(['integrations'], 'object', 'null'),
 ]);
-test('several problems at once, with the traits rule', rejects, { userId: ' ', timestamp: '2024-05-01' }, [tooSmall(['userId']), invalidDatetime, traitsRequired]);
-test('several consent problems at once', rejects, valid({
-  userId: '',
-  consent: [
-    { channel: 'sms', status: 'granted', purpose: 'tracking', basis: 'implied_transaction' },
-    { ...granted, basis: 'implied_contract', consentedAt: T(0) },
-  ],
-}), [
+test('several problems at once, with the traits rule', rejects, { userId: ' ', timestamp: '2024-05-01' }, [
   tooSmall(['userId']),
-  consentIssue(0, 'consentedAt', M.consentedAtRequired),
-  consentIssue(0, 'channel', M.trackingEmailOnly),
-  consentIssue(0, 'basis', M.trackingBasis),
-  consentIssue(1, 'expiresAt', M.expiresAtRequired),
+  invalidDatetime,
+  traitsRequired,
 ]);
+test(
+  'several consent problems at once',
+  rejects,
+  valid({
+    userId: '',
+    consent: [
+      { channel: 'sms', status: 'granted', purpose: 'tracking', basis: 'implied_transaction' },
+      { ...granted, basis: 'implied_contract', consentedAt: T(0) },
+    ],
+  }),
+  [
+    tooSmall(['userId']),
+    consentIssue(0, 'consentedAt', M.consentedAtRequired),
+    consentIssue(0, 'channel', M.trackingEmailOnly),
+    consentIssue(0, 'basis', M.trackingBasis),
+    consentIssue(1, 'expiresAt', M.expiresAtRequired),
+  ],
+);
 
 // --- Accepted bodies around the 400 rows ---
 
 test('consent rules: the allowed neighbours are accepted', async (t) => {
   const tenant = await newTenant(h);
-  await send(t, tenant, valid({
-    consent: [
-      { channel: 'email', status: 'withdrawn', basis: 'implied_transaction' },
-      { channel: 'email', status: 'granted', purpose: 'tracking' },
-      { channel: 'email', status: 'granted', purpose: 'tracking', basis: 'consent' },
-      { channel: 'email', status: 'withdrawn', purpose: 'tracking', basis: 'legitimate_interest' },
-      { channel: 'sms', status: 'granted', basis: 'implied_contract', consentedAt: T(0), expiresAt: T(100), unknownField: 1 },
-    ],
-  }));
+  await send(
+    t,
+    tenant,
+    valid({
+      consent: [
+        { channel: 'email', status: 'withdrawn', basis: 'implied_transaction' },
+        { channel: 'email', status: 'granted', purpose: 'tracking' },
+        { channel: 'email', status: 'granted', purpose: 'tracking', basis: 'consent' },
+        { channel: 'email', status: 'withdrawn', purpose: 'tracking', basis: 'legitimate_interest' },
+        { channel: 'sms', status: 'granted', basis: 'implied_contract', consentedAt: T(0), expiresAt: T(100), unknownField: 1 },
+      ],
+    }),
+  );
 });
 
 test('timestamp 1970-01-01T00:00:00Z is accepted', async (t) => {
@@ -538,7 +560,14 @@ test('a consent-only call (traits {} and one decision) is valid and applies to t
   const tenant = await newTenant(h);
   await send(t, tenant, { userId: 'u1', timestamp: iso(T(0)), traits: { email: 'ann@example.com', plan: 'pro' } });
   await send(t, tenant, { userId: 'u1', timestamp: iso(T(1)), traits: {}, consent: [{ channel: 'email', status: 'granted' }] });
-  t.like(await consentOf(tenant, 'email', 'ann@example.com'), { address: 'ann@example.com', status: 'granted', decidedAt: T(1), source: 'api', purpose: 'marketing', granted: true });
+  t.like(await consentOf(tenant, 'email', 'ann@example.com'), {
+    address: 'ann@example.com',
+    status: 'granted',
+    decidedAt: T(1),
+    source: 'api',
+    purpose: 'marketing',
+    granted: true,
+  });
   // Traits unchanged.
   t.deepEqual(await fieldsOf(t, tenant, 'u1'), { email: 'ann@example.com', plan: 'pro' });
 });
@@ -552,7 +581,15 @@ test('a consent-only call without traits at all is valid too', async (t) => {
 
 test('a consent-only call for an unknown user creates a profile without an address and records no decision', async (t) => {
   const tenant = await newTenant(h);
-  await send(t, tenant, { userId: 'new-user', timestamp: iso(T(1)), traits: {}, consent: [{ channel: 'email', status: 'granted' }, { channel: 'sms', status: 'granted' }] });
+  await send(t, tenant, {
+    userId: 'new-user',
+    timestamp: iso(T(1)),
+    traits: {},
+    consent: [
+      { channel: 'email', status: 'granted' },
+      { channel: 'sms', status: 'granted' },
+    ],
+  });
   const profile = await readProfile(t, tenant, 'new-user');
   t.deepEqual(profile.fields, {});
   t.is(profile.updated_at, T(1));
@@ -568,15 +605,20 @@ test('a decision applies to traits.email of the same call, trimmed and lowercase
   t.is(await decisionCount(tenant), 1);
 });
 
-test('the same call\'s email wins over the stored one, even for a consentedAt before the call', async (t) => {
+test("the same call's email wins over the stored one, even for a consentedAt before the call", async (t) => {
   const tenant = await newTenant(h);
   await send(t, tenant, { userId: 'u1', timestamp: iso(T(0)), traits: { email: 'stored@example.com' } });
-  await send(t, tenant, { userId: 'u1', timestamp: iso(T(2)), traits: { email: 'sent@example.com' }, consent: [{ channel: 'email', status: 'granted', consentedAt: T(1) }] });
+  await send(t, tenant, {
+    userId: 'u1',
+    timestamp: iso(T(2)),
+    traits: { email: 'sent@example.com' },
+    consent: [{ channel: 'email', status: 'granted', consentedAt: T(1) }],
+  });
   t.like(await consentOf(tenant, 'email', 'sent@example.com'), { status: 'granted', decidedAt: T(1) });
   t.is(await consentOf(tenant, 'email', 'stored@example.com'), null);
 });
 
-test('the same call\'s email wins even when that trait write is skipped as older', async (t) => {
+test("the same call's email wins even when that trait write is skipped as older", async (t) => {
   const tenant = await newTenant(h);
   await send(t, tenant, { userId: 'u1', timestamp: iso(T(5)), traits: { email: 'new@example.com' } });
   await send(t, tenant, { userId: 'u1', timestamp: iso(T(1)), traits: { email: 'sent@example.com' }, consent: [{ channel: 'email', status: 'granted' }] });
@@ -608,7 +650,12 @@ test('a decision older than every stored email has no address as of its time: sk
 test('the decision time is consentedAt, else the timestamp, else the receipt time', async (t) => {
   const tenant = await newTenant(h);
   const decide = (userId: string, decision: Record<string, unknown>, timestamp?: number) =>
-    send(t, tenant, { userId, ...(timestamp === undefined ? {} : { timestamp: iso(timestamp) }), traits: { email: `${userId}@example.com` }, consent: [{ channel: 'email', status: 'granted', ...decision }] });
+    send(t, tenant, {
+      userId,
+      ...(timestamp === undefined ? {} : { timestamp: iso(timestamp) }),
+      traits: { email: `${userId}@example.com` },
+      consent: [{ channel: 'email', status: 'granted', ...decision }],
+    });
   await decide('c1', { consentedAt: T(1) }, T(2));
   await decide('c2', {}, T(2));
   const before = Date.now();
@@ -620,27 +667,42 @@ test('the decision time is consentedAt, else the timestamp, else the receipt tim
   t.true(third !== null && third.decidedAt >= before && third.decidedAt <= after, JSON.stringify(third));
 });
 
-test('consentedAt more than 5 minutes ahead: the call\'s time is used instead', async (t) => {
+test("consentedAt more than 5 minutes ahead: the call's time is used instead", async (t) => {
   const tenant = await newTenant(h);
   const now = Date.now();
-  await send(t, tenant, { userId: 'u1', timestamp: iso(T(2)), traits: { email: 'a@example.com' }, consent: [{ channel: 'email', status: 'granted', consentedAt: now + 10 * MINUTE }] });
+  await send(t, tenant, {
+    userId: 'u1',
+    timestamp: iso(T(2)),
+    traits: { email: 'a@example.com' },
+    consent: [{ channel: 'email', status: 'granted', consentedAt: now + 10 * MINUTE }],
+  });
   t.like(await consentOf(tenant, 'email', 'a@example.com'), { decidedAt: T(2) });
   // Without a timestamp, the receipt time.
   const before = Date.now();
-  await send(t, tenant, { userId: 'u2', traits: { email: 'b@example.com' }, consent: [{ channel: 'email', status: 'granted', consentedAt: Date.now() + 60 * DAY }] });
+  await send(t, tenant, {
+    userId: 'u2',
+    traits: { email: 'b@example.com' },
+    consent: [{ channel: 'email', status: 'granted', consentedAt: Date.now() + 60 * DAY }],
+  });
   const after = Date.now();
   const b = await consentOf(tenant, 'email', 'b@example.com');
   t.true(b !== null && b.decidedAt >= before && b.decidedAt <= after, JSON.stringify(b));
   // 4 minutes ahead is within the tolerance: consentedAt is kept.
   const ahead = Date.now() + 4 * MINUTE;
-  await send(t, tenant, { userId: 'u3', timestamp: iso(T(2)), traits: { email: 'c@example.com' }, consent: [{ channel: 'email', status: 'granted', consentedAt: ahead }] });
+  await send(t, tenant, {
+    userId: 'u3',
+    timestamp: iso(T(2)),
+    traits: { email: 'c@example.com' },
+    consent: [{ channel: 'email', status: 'granted', consentedAt: ahead }],
+  });
   t.like(await consentOf(tenant, 'email', 'c@example.com'), { decidedAt: ahead });
 });
 
 test('the newest decision wins, whatever the arrival order', async (t) => {
   const tenant = await newTenant(h);
   await send(t, tenant, { userId: 'u1', timestamp: iso(T(0)), traits: { email: 'a@example.com' } });
-  const decide = (status: string, at: number) => send(t, tenant, { userId: 'u1', timestamp: iso(T(10)), traits: {}, consent: [{ channel: 'email', status, consentedAt: at }] });
+  const decide = (status: string, at: number) =>
+    send(t, tenant, { userId: 'u1', timestamp: iso(T(10)), traits: {}, consent: [{ channel: 'email', status, consentedAt: at }] });
   await decide('granted', T(2));
   await decide('withdrawn', T(1));
   t.like(await consentOf(tenant, 'email', 'a@example.com'), { status: 'granted', decidedAt: T(2), granted: true });
@@ -667,15 +729,33 @@ test(tie, 'withdrawn', 'granted');
 
 test('equal times within one call: withdrawn wins over granted', async (t) => {
   const tenant = await newTenant(h);
-  await send(t, tenant, { userId: 'u1', timestamp: iso(T(1)), traits: { email: 'a@example.com' }, consent: [{ channel: 'email', status: 'withdrawn' }, { channel: 'email', status: 'granted' }] });
+  await send(t, tenant, {
+    userId: 'u1',
+    timestamp: iso(T(1)),
+    traits: { email: 'a@example.com' },
+    consent: [
+      { channel: 'email', status: 'withdrawn' },
+      { channel: 'email', status: 'granted' },
+    ],
+  });
   t.like(await consentOf(tenant, 'email', 'a@example.com'), { status: 'withdrawn', decidedAt: T(1) });
 });
 
 const unknownKeeps = test.macro({
   async exec(t, status: string) {
     const tenant = await newTenant(h);
-    await send(t, tenant, { userId: 'u1', timestamp: iso(T(1)), traits: { email: 'a@example.com' }, consent: [{ channel: 'email', status, basis: 'consent', proofRef: 'form-1' }] });
-    await send(t, tenant, { userId: 'u1', timestamp: iso(T(5)), traits: {}, consent: [{ channel: 'email', status: 'unknown', basis: 'contract', proofRef: 'form-2' }] });
+    await send(t, tenant, {
+      userId: 'u1',
+      timestamp: iso(T(1)),
+      traits: { email: 'a@example.com' },
+      consent: [{ channel: 'email', status, basis: 'consent', proofRef: 'form-1' }],
+    });
+    await send(t, tenant, {
+      userId: 'u1',
+      timestamp: iso(T(5)),
+      traits: {},
+      consent: [{ channel: 'email', status: 'unknown', basis: 'contract', proofRef: 'form-2' }],
+    });
     t.like(await consentOf(tenant, 'email', 'a@example.com'), { status, decidedAt: T(1), basis: 'consent', proofRef: 'form-1' });
   },
   title: (_provided = '', status: string) => `a newer unknown decision never replaces ${status}`,
@@ -693,7 +773,10 @@ test('sms decisions go to traits.phone (trimmed), email decisions to traits.emai
     consent: [{ channel: 'sms', status: 'granted', source: 'signup_form', proofRef: 'sms-form' }],
   });
   const rows = await h.db.consentDecision.findMany({ where: { environmentId: tenant.environmentId } });
-  t.deepEqual(rows.map((r) => [r.channel, r.purpose, r.address, r.status, r.source, r.proofRef]), [['sms', 'marketing', '+1 555 0100', 'granted', 'signup_form', 'sms-form']]);
+  t.deepEqual(
+    rows.map((r) => [r.channel, r.purpose, r.address, r.status, r.source, r.proofRef]),
+    [['sms', 'marketing', '+1 555 0100', 'granted', 'signup_form', 'sms-form']],
+  );
   t.like(await consentOf(tenant, 'sms', '+1 555 0100'), { status: 'granted', granted: true });
   t.is(await consentOf(tenant, 'email', 'a@example.com'), null);
 });
@@ -726,7 +809,12 @@ test('marketing and tracking are decided separately for one address', async (t) 
   });
   t.like(await consentOf(tenant, 'email', 'a@example.com'), { purpose: 'marketing', status: 'granted' });
   t.like(await consentOf(tenant, 'email', 'a@example.com', 'tracking'), { purpose: 'tracking', status: 'withdrawn' });
-  await send(t, tenant, { userId: 'u1', timestamp: iso(T(2)), traits: {}, consent: [{ channel: 'email', status: 'granted', purpose: 'tracking', basis: 'consent' }] });
+  await send(t, tenant, {
+    userId: 'u1',
+    timestamp: iso(T(2)),
+    traits: {},
+    consent: [{ channel: 'email', status: 'granted', purpose: 'tracking', basis: 'consent' }],
+  });
   await send(t, tenant, { userId: 'u1', timestamp: iso(T(3)), traits: {}, consent: [{ channel: 'email', status: 'withdrawn' }] });
   t.like(await consentOf(tenant, 'email', 'a@example.com'), { purpose: 'marketing', status: 'withdrawn', decidedAt: T(3) });
   t.like(await consentOf(tenant, 'email', 'a@example.com', 'tracking'), { purpose: 'tracking', status: 'granted', decidedAt: T(2) });
@@ -752,25 +840,93 @@ interface Expiry {
 const expiry = test.macro({
   async exec(t, e: Expiry) {
     const tenant = await newTenant(h);
-    const decision = { channel: 'email', status: 'granted', basis: e.basis, consentedAt: e.consentedAt, ...(e.expiresAt === undefined ? {} : { expiresAt: e.expiresAt }) };
+    const decision = {
+      channel: 'email',
+      status: 'granted',
+      basis: e.basis,
+      consentedAt: e.consentedAt,
+      ...(e.expiresAt === undefined ? {} : { expiresAt: e.expiresAt }),
+    };
     await send(t, tenant, { userId: 'u1', traits: { email: 'a@example.com' }, consent: [decision] });
-    t.like(await consentOf(tenant, 'email', 'a@example.com'), { status: 'granted', basis: e.basis, decidedAt: e.consentedAt, expiresAt: e.expected, granted: e.granted });
+    t.like(await consentOf(tenant, 'email', 'a@example.com'), {
+      status: 'granted',
+      basis: e.basis,
+      decidedAt: e.consentedAt,
+      expiresAt: e.expected,
+      granted: e.granted,
+    });
   },
   title: (provided = '') => `expiry: ${provided}`,
 });
 
 const recent = monthsAgo(2);
 const yesterday = Date.now() - DAY;
-test('implied_transaction lapses 2 years after consentedAt', expiry, { basis: 'implied_transaction', consentedAt: recent, expected: monthsAfter(recent, 24), granted: true });
-test('implied_transaction from 3 years ago has lapsed', expiry, { basis: 'implied_transaction', consentedAt: monthsAgo(36), expected: monthsAfter(monthsAgo(36), 24), granted: false });
-test('implied_transaction: an earlier expiresAt takes precedence', expiry, { basis: 'implied_transaction', consentedAt: recent, expiresAt: yesterday, expected: yesterday, granted: false });
-test('implied_transaction: a later expiresAt does not extend it', expiry, { basis: 'implied_transaction', consentedAt: recent, expiresAt: monthsAfter(recent, 60), expected: monthsAfter(recent, 24), granted: true });
-test('implied_inquiry lapses 6 months after consentedAt', expiry, { basis: 'implied_inquiry', consentedAt: recent, expected: monthsAfter(recent, 6), granted: true });
-test('implied_inquiry from 8 months ago has lapsed', expiry, { basis: 'implied_inquiry', consentedAt: monthsAgo(8), expected: monthsAfter(monthsAgo(8), 6), granted: false });
-test('implied_inquiry: an earlier expiresAt takes precedence', expiry, { basis: 'implied_inquiry', consentedAt: recent, expiresAt: monthsAfter(recent, 3), expected: monthsAfter(recent, 3), granted: true });
-test('implied_inquiry: a later expiresAt does not extend it', expiry, { basis: 'implied_inquiry', consentedAt: monthsAgo(8), expiresAt: monthsAfter(monthsAgo(8), 24), expected: monthsAfter(monthsAgo(8), 6), granted: false });
-test('implied_contract lapses at the expiresAt sent (future)', expiry, { basis: 'implied_contract', consentedAt: recent, expiresAt: monthsAfter(recent, 40), expected: monthsAfter(recent, 40), granted: true });
-test('implied_contract lapses at the expiresAt sent (past)', expiry, { basis: 'implied_contract', consentedAt: monthsAgo(40), expiresAt: yesterday, expected: yesterday, granted: false });
+test('implied_transaction lapses 2 years after consentedAt', expiry, {
+  basis: 'implied_transaction',
+  consentedAt: recent,
+  expected: monthsAfter(recent, 24),
+  granted: true,
+});
+test('implied_transaction from 3 years ago has lapsed', expiry, {
+  basis: 'implied_transaction',
+  consentedAt: monthsAgo(36),
+  expected: monthsAfter(monthsAgo(36), 24),
+  granted: false,
+});
+test('implied_transaction: an earlier expiresAt takes precedence', expiry, {
+  basis: 'implied_transaction',
+  consentedAt: recent,
+  expiresAt: yesterday,
+  expected: yesterday,
+  granted: false,
+});
+test('implied_transaction: a later expiresAt does not extend it', expiry, {
+  basis: 'implied_transaction',
+  consentedAt: recent,
+  expiresAt: monthsAfter(recent, 60),
+  expected: monthsAfter(recent, 24),
+  granted: true,
+});
+test('implied_inquiry lapses 6 months after consentedAt', expiry, {
+  basis: 'implied_inquiry',
+  consentedAt: recent,
+  expected: monthsAfter(recent, 6),
+  granted: true,
+});
+test('implied_inquiry from 8 months ago has lapsed', expiry, {
+  basis: 'implied_inquiry',
+  consentedAt: monthsAgo(8),
+  expected: monthsAfter(monthsAgo(8), 6),
+  granted: false,
+});
+test('implied_inquiry: an earlier expiresAt takes precedence', expiry, {
+  basis: 'implied_inquiry',
+  consentedAt: recent,
+  expiresAt: monthsAfter(recent, 3),
+  expected: monthsAfter(recent, 3),
+  granted: true,
+});
+test('implied_inquiry: a later expiresAt does not extend it', expiry, {
+  basis: 'implied_inquiry',
+  consentedAt: monthsAgo(8),
+  expiresAt: monthsAfter(monthsAgo(8), 24),
+  expected: monthsAfter(monthsAgo(8), 6),
+  granted: false,
+});
+test('implied_contract lapses at the expiresAt sent (future)', expiry, {
+  basis: 'implied_contract',
+  consentedAt: recent,
+  expiresAt: monthsAfter(recent, 40),
+  expected: monthsAfter(recent, 40),
+  granted: true,
+});
+test('implied_contract lapses at the expiresAt sent (past)', expiry, {
+  basis: 'implied_contract',
+  consentedAt: monthsAgo(40),
+  expiresAt: yesterday,
+  expected: yesterday,
+  granted: false,
+});
 test('basis consent has no implied expiry', expiry, { basis: 'consent', consentedAt: monthsAgo(40), expected: null, granted: true });
 
 // --- Join by email (organization feature join-by-email) ---
@@ -812,7 +968,9 @@ test('join by email: the email is matched case-insensitively (and trimmed)', asy
 
 test('join by email: two new userIds sending the same email at once end up on one profile', async (t) => {
   const tenant = await newTenant(h, 'join-by-email');
-  const replies = await Promise.all(['u1', 'u2', 'u3', 'u4'].map((userId, i) => post(tenant, { userId, timestamp: iso(T(1)), traits: { email: 'ann@example.com', [userId]: i } })));
+  const replies = await Promise.all(
+    ['u1', 'u2', 'u3', 'u4'].map((userId, i) => post(tenant, { userId, timestamp: iso(T(1)), traits: { email: 'ann@example.com', [userId]: i } })),
+  );
   for (const reply of replies) t.is(reply.status, 200, reply.text);
   const profiles = await Promise.all(['u1', 'u2', 'u3', 'u4'].map((userId) => readProfile(t, tenant, userId)));
   t.is(new Set(profiles.map((p) => p.profile_id)).size, 1);
@@ -853,7 +1011,8 @@ const neverJoins = test.macro({
     t.deepEqual(one.fields, { email, a: 1 });
     t.deepEqual(two.fields, { email, b: 2 });
   },
-  title: (provided = '', email: unknown, features?: string) => `${features ? 'join by email' : 'without the feature'}: ${provided || JSON.stringify(email)} never joins`,
+  title: (provided = '', email: unknown, features?: string) =>
+    `${features ? 'join by email' : 'without the feature'}: ${provided || JSON.stringify(email)} never joins`,
 });
 
 test(neverJoins, 'unknown', 'join-by-email');

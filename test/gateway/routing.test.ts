@@ -108,10 +108,13 @@ test('/healthz answers 200', async (t) => {
 
 test('/readyz answers 200 with PostgreSQL and Redis up', async (t) => {
   // The gateway starts without waiting for Redis, so it may report itself not ready for a moment.
-  const reply = await eventually(async () => {
-    const r = await request(gateway.url, '/readyz', { method: 'GET' });
-    return r.status === 200 ? r : null;
-  }, { timeoutMs: 5000 });
+  const reply = await eventually(
+    async () => {
+      const r = await request(gateway.url, '/readyz', { method: 'GET' });
+      return r.status === 200 ? r : null;
+    },
+    { timeoutMs: 5000 },
+  );
   if (!reply) return t.fail('/readyz never answered 200 within 5 s');
   t.is(reply.status, 200);
   t.is(reply.json.status, 'ready');

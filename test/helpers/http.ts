@@ -23,7 +23,7 @@ export async function request(baseUrl: string, path: string, options: RequestOpt
   const res = await fetch(baseUrl + path, {
     method,
     headers: payload !== undefined && !hasHeader(headers, 'content-type') ? { 'content-type': 'application/json', ...headers } : headers,
-    body: payload as unknown as RequestInit["body"],
+    body: payload as unknown as RequestInit['body'],
     signal: AbortSignal.timeout(timeoutMs),
   });
   const text = await res.text();

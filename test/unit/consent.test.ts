@@ -3,10 +3,25 @@ import { addUtcMonths, addressAsOf, addressFromTraits, expiryOf, isGrantedAt, su
 import type { ConsentDecisionInput } from '../../common/validation/identify.ts';
 
 const input = (over: Partial<ConsentDecisionInput> = {}): ConsentDecisionInput => ({
-  channel: 'email', status: 'granted', purpose: 'marketing', basis: null, source: 'api', consentedAt: null, proofRef: null, expiresAt: null, ...over,
+  channel: 'email',
+  status: 'granted',
+  purpose: 'marketing',
+  basis: null,
+  source: 'api',
+  consentedAt: null,
+  proofRef: null,
+  expiresAt: null,
+  ...over,
 });
 const decision = (status: Decision['status'], decidedAt: number): Decision => ({
-  channel: 'email', purpose: 'marketing', status, basis: null, source: 'api', proofRef: null, decidedAt, expiresAt: null,
+  channel: 'email',
+  purpose: 'marketing',
+  status,
+  basis: null,
+  source: 'api',
+  proofRef: null,
+  decidedAt,
+  expiresAt: null,
 });
 const NOW = Date.UTC(2026, 0, 15);
 
@@ -77,7 +92,11 @@ test('addresses: email trimmed and lowercased, phone trimmed, non-strings and bl
 });
 
 test('address as of a time: the latest claim at or before it; none before the first', (t) => {
-  const claims = [{ value: 'a@x.io', at: 10 }, { value: 'b@x.io', at: 30 }, { value: 'c@x.io', at: 30 }];
+  const claims = [
+    { value: 'a@x.io', at: 10 },
+    { value: 'b@x.io', at: 30 },
+    { value: 'c@x.io', at: 30 },
+  ];
   t.is(addressAsOf('email', claims, 20), 'a@x.io');
   t.is(addressAsOf('email', claims, 30), 'c@x.io', 'equal times: later arrival');
   t.is(addressAsOf('email', claims, 5), null);

@@ -1,38 +1,38 @@
-import test from 'ava'
-import { storedSize, TRACK_EVENT_LIMIT_BYTES } from '../../common/domain/event-size.ts'
+import test from 'ava';
+import { storedSize, TRACK_EVENT_LIMIT_BYTES } from '../../common/domain/event-size.ts';
 
-const slow = (payload: string) => Buffer.byteLength(JSON.stringify(payload))
+const slow = (payload: string) => Buffer.byteLength(JSON.stringify(payload));
 
 const equalsSlowFormula = test.macro({
   exec(t, value: unknown) {
-    const payload = JSON.stringify(value)
-    t.is(storedSize(payload), slow(payload))
+    const payload = JSON.stringify(value);
+    t.is(storedSize(payload), slow(payload));
   },
   title: (provided = '') => `storedSize equals the slow formula: ${provided}`,
-})
+});
 
-test('ASCII', equalsSlowFormula, { type: 'track', event: 'Order Completed', properties: { total: 1 } })
-test('empty object', equalsSlowFormula, {})
-test('quotes', equalsSlowFormula, { q: 'say "hi" "" """' })
-test('backslashes', equalsSlowFormula, { path: 'C:\\Users\\x\\\\', re: '\\d+' })
-test('control characters (escaped by the inner stringify)', equalsSlowFormula, { s: 'a\nb\tc\u0000d\u001f' })
-test('non-ASCII', equalsSlowFormula, { name: 'Zoë Łukasz 東京 Ελλάδα' })
-test('astral characters', equalsSlowFormula, { emoji: '🙂👍🏽', math: '𝔸' })
-test('lone surrogates (escaped by the inner stringify)', equalsSlowFormula, { s: '\ud800x\udfff' })
-test('U+2028 and U+2029', equalsSlowFormula, { s: '\u2028\u2029' })
-test('mixed', equalsSlowFormula, { 'k"\\é': ['"', '\\', 'é"\\🙂', null, 1.5e300, true] })
+test('ASCII', equalsSlowFormula, { type: 'track', event: 'Order Completed', properties: { total: 1 } });
+test('empty object', equalsSlowFormula, {});
+test('quotes', equalsSlowFormula, { q: 'say "hi" "" """' });
+test('backslashes', equalsSlowFormula, { path: 'C:\\Users\\x\\\\', re: '\\d+' });
+test('control characters (escaped by the inner stringify)', equalsSlowFormula, { s: 'a\nb\tc\u0000d\u001f' });
+test('non-ASCII', equalsSlowFormula, { name: 'Zoë Łukasz 東京 Ελλάδα' });
+test('astral characters', equalsSlowFormula, { emoji: '🙂👍🏽', math: '𝔸' });
+test('lone surrogates (escaped by the inner stringify)', equalsSlowFormula, { s: '\ud800x\udfff' });
+test('U+2028 and U+2029', equalsSlowFormula, { s: '\u2028\u2029' });
+test('mixed', equalsSlowFormula, { 'k"\\é': ['"', '\\', 'é"\\🙂', null, 1.5e300, true] });
 
 test('a string value of only quotes counts each quote four times', (t) => {
   // JSON.stringify turns each " into \" (2 bytes); embedding again gives \\\" (4 bytes).
-  const payload = JSON.stringify('"'.repeat(100))
-  t.is(storedSize(payload), 4 * 100 + 2 * 2 + 2)
-})
+  const payload = JSON.stringify('"'.repeat(100));
+  t.is(storedSize(payload), 4 * 100 + 2 * 2 + 2);
+});
 
 test('near the limit, quotes push a body over it', (t) => {
-  t.is(TRACK_EVENT_LIMIT_BYTES, 1_048_576)
-  const plain = JSON.stringify({ s: 'a'.repeat(600_000) })
-  const quoted = JSON.stringify({ s: '"'.repeat(600_000) })
-  t.true(storedSize(plain) <= TRACK_EVENT_LIMIT_BYTES)
-  t.true(storedSize(quoted) > TRACK_EVENT_LIMIT_BYTES)
-  t.is(storedSize(quoted), slow(quoted))
-})
+  t.is(TRACK_EVENT_LIMIT_BYTES, 1_048_576);
+  const plain = JSON.stringify({ s: 'a'.repeat(600_000) });
+  const quoted = JSON.stringify({ s: '"'.repeat(600_000) });
+  t.true(storedSize(plain) <= TRACK_EVENT_LIMIT_BYTES);
+  t.true(storedSize(quoted) > TRACK_EVENT_LIMIT_BYTES);
+  t.is(storedSize(quoted), slow(quoted));
+});

@@ -1,10 +1,5 @@
 import test from 'ava';
-import {
-  checkIdentify,
-  IDENTIFY_MESSAGES,
-  invalidEnumMessage,
-  notJsonIssues,
-} from '../../common/validation/identify.ts';
+import { checkIdentify, IDENTIFY_MESSAGES, invalidEnumMessage, notJsonIssues } from '../../common/validation/identify.ts';
 import type { IdentifyCheck, IdentifyInput } from '../../common/validation/identify.ts';
 import { isWithin, parsePath } from '../../common/validation/issues.ts';
 import type { Issue } from '../../common/validation/issues.ts';
@@ -48,8 +43,7 @@ const failsWith = test.macro({
       expected,
     );
   },
-  title: (provided = '', _input: unknown, expected: [Path, string][]) =>
-    `${provided} -> ${expected.map(([p, m]) => `[${p.join(',')}] ${m}`).join(' ; ')}`,
+  title: (provided = '', _input: unknown, expected: [Path, string][]) => `${provided} -> ${expected.map(([p, m]) => `[${p.join(',')}] ${m}`).join(' ; ')}`,
 });
 
 // Exact issue objects.
@@ -77,10 +71,7 @@ test('the messages are the exact wording', (t) => {
   t.is(M.before1970, 'Timestamp must be on or after 1970-01-01T00:00:00Z');
   t.is(M.traitsRequired, 'At least one trait is required unless consent is provided');
   t.is(M.consentedAtRequired, 'consentedAt is required for a granted implied-consent basis');
-  t.is(
-    M.expiresAtRequired,
-    'expiresAt is required for a granted implied_contract decision (termination + CASL window)',
-  );
+  t.is(M.expiresAtRequired, 'expiresAt is required for a granted implied_contract decision (termination + CASL window)');
   t.is(M.trackingEmailOnly, 'tracking consent applies to the email channel only');
   t.is(M.trackingBasis, "a tracking grant needs basis 'consent'");
   t.is(M.expectedInteger, 'Expected integer, received float');
@@ -89,10 +80,7 @@ test('the messages are the exact wording', (t) => {
   t.is(M.expectedArray.object, 'Expected array, received object');
   t.is(M.expectedNumber.string, 'Expected number, received string');
   t.is(M.expectedChannel.number, "Expected 'email' | 'sms', received number");
-  t.is(
-    invalidEnumMessage(['email', 'sms'], 'fax'),
-    "Invalid enum value. Expected 'email' | 'sms', received 'fax'",
-  );
+  t.is(invalidEnumMessage(['email', 'sms'], 'fax'), "Invalid enum value. Expected 'email' | 'sms', received 'fax'");
 });
 
 // ---- the spec's "Identify 400 issues" table, one line per row --------------
@@ -114,9 +102,7 @@ test('timestamp number', failsWith, body({ timestamp: 1704067200000 }), [[['time
 test('timestamp before 1970', failsWith, body({ timestamp: '1969-12-31T23:59:59Z' }), [[['timestamp'], M.before1970]]);
 test('body array', failsWith, [valid()], [[[], 'Expected object, received array']]);
 test('body not valid JSON', (t) => {
-  t.deepEqual(notJsonIssues(), [
-    { code: 'invalid_type', expected: 'object', received: 'null', path: [], message: 'Expected object, received null' },
-  ]);
+  t.deepEqual(notJsonIssues(), [{ code: 'invalid_type', expected: 'object', received: 'null', path: [], message: 'Expected object, received null' }]);
   // The same issues as a JSON null body.
   t.deepEqual(issuesOf(checkIdentify(null, NOW)), notJsonIssues());
 });
@@ -131,9 +117,12 @@ test('body string', failsWith, '{"userId":"u"}', [[[], 'Expected object, receive
 test('body number', failsWith, 1, [[[], 'Expected object, received number']]);
 test('body boolean', failsWith, true, [[[], 'Expected object, received boolean']]);
 test('body undefined', failsWith, undefined, [[[], 'Required']]);
-test('body array: one issue only', issuesAre, [], [
-  { code: 'invalid_type', expected: 'object', received: 'array', path: [], message: 'Expected object, received array' },
-]);
+test(
+  'body array: one issue only',
+  issuesAre,
+  [],
+  [{ code: 'invalid_type', expected: 'object', received: 'array', path: [], message: 'Expected object, received array' }],
+);
 
 // ---- issue objects ----------------------------------------------------------
 
@@ -262,9 +251,7 @@ test('channel bad', failsWith, decision({ channel: 'fax', status: 'granted' }), 
 test('channel uppercase', failsWith, decision({ channel: 'EMAIL', status: 'granted' }), [
   [['consent', 0, 'channel'], "Invalid enum value. Expected 'email' | 'sms', received 'EMAIL'"],
 ]);
-test('channel null', failsWith, decision({ channel: null, status: 'granted' }), [
-  [['consent', 0, 'channel'], "Expected 'email' | 'sms', received null"],
-]);
+test('channel null', failsWith, decision({ channel: null, status: 'granted' }), [[['consent', 0, 'channel'], "Expected 'email' | 'sms', received null"]]);
 test('status bad', failsWith, decision({ channel: 'email', status: 'yes' }), [
   [['consent', 0, 'status'], "Invalid enum value. Expected 'granted' | 'withdrawn' | 'unknown', received 'yes'"],
 ]);
@@ -301,30 +288,38 @@ test('consentedAt float', failsWith, decision({ channel: 'email', status: 'grant
 test('expiresAt null', failsWith, decision({ channel: 'email', status: 'granted', expiresAt: null }), [
   [['consent', 0, 'expiresAt'], 'Expected number, received null'],
 ]);
-test('expiresAt float', failsWith, decision({ channel: 'email', status: 'granted', expiresAt: 0.1 }), [
-  [['consent', 0, 'expiresAt'], M.expectedInteger],
-]);
-test('proofRef empty', failsWith, decision({ channel: 'email', status: 'granted', proofRef: '' }), [
-  [['consent', 0, 'proofRef'], M.emptyString],
-]);
+test('expiresAt float', failsWith, decision({ channel: 'email', status: 'granted', expiresAt: 0.1 }), [[['consent', 0, 'expiresAt'], M.expectedInteger]]);
+test('proofRef empty', failsWith, decision({ channel: 'email', status: 'granted', proofRef: '' }), [[['consent', 0, 'proofRef'], M.emptyString]]);
 test('proofRef number', failsWith, decision({ channel: 'email', status: 'granted', proofRef: 12 }), [
   [['consent', 0, 'proofRef'], 'Expected string, received number'],
 ]);
-test('decision fields in order', failsWith, decision({
-  expiresAt: 'x', proofRef: '', consentedAt: 'x', source: 'x', basis: 'x', purpose: 'x', status: 'x', channel: 'x',
-}), [
-  [['consent', 0, 'channel'], "Invalid enum value. Expected 'email' | 'sms', received 'x'"],
-  [['consent', 0, 'status'], "Invalid enum value. Expected 'granted' | 'withdrawn' | 'unknown', received 'x'"],
-  [['consent', 0, 'purpose'], "Invalid enum value. Expected 'marketing' | 'tracking', received 'x'"],
+test(
+  'decision fields in order',
+  failsWith,
+  decision({
+    expiresAt: 'x',
+    proofRef: '',
+    consentedAt: 'x',
+    source: 'x',
+    basis: 'x',
+    purpose: 'x',
+    status: 'x',
+    channel: 'x',
+  }),
   [
-    ['consent', 0, 'basis'],
-    "Invalid enum value. Expected 'consent' | 'legitimate_interest' | 'contract' | 'implied_transaction' | 'implied_contract' | 'implied_inquiry', received 'x'",
+    [['consent', 0, 'channel'], "Invalid enum value. Expected 'email' | 'sms', received 'x'"],
+    [['consent', 0, 'status'], "Invalid enum value. Expected 'granted' | 'withdrawn' | 'unknown', received 'x'"],
+    [['consent', 0, 'purpose'], "Invalid enum value. Expected 'marketing' | 'tracking', received 'x'"],
+    [
+      ['consent', 0, 'basis'],
+      "Invalid enum value. Expected 'consent' | 'legitimate_interest' | 'contract' | 'implied_transaction' | 'implied_contract' | 'implied_inquiry', received 'x'",
+    ],
+    [['consent', 0, 'source'], "Invalid enum value. Expected 'import' | 'signup_form' | 'api' | 'manual', received 'x'"],
+    [['consent', 0, 'consentedAt'], 'Expected number, received string'],
+    [['consent', 0, 'proofRef'], M.emptyString],
+    [['consent', 0, 'expiresAt'], 'Expected number, received string'],
   ],
-  [['consent', 0, 'source'], "Invalid enum value. Expected 'import' | 'signup_form' | 'api' | 'manual', received 'x'"],
-  [['consent', 0, 'consentedAt'], 'Expected number, received string'],
-  [['consent', 0, 'proofRef'], M.emptyString],
-  [['consent', 0, 'expiresAt'], 'Expected number, received string'],
-]);
+);
 test('unknown decision fields are ignored', passes, decision({ channel: 'email', status: 'granted', note: null, extra: [] }));
 
 // ---- consent rules ----------------------------------------------------------
@@ -336,80 +331,158 @@ for (const basis of ['implied_transaction', 'implied_inquiry']) {
   test(`granted ${basis} with consentedAt`, passes, decision({ channel: 'email', status: 'granted', basis, consentedAt: 1 }));
   test(`withdrawn ${basis} without consentedAt`, passes, decision({ channel: 'email', status: 'withdrawn', basis }));
 }
-test('granted implied_contract without consentedAt and expiresAt', failsWith, decision({
-  channel: 'email', status: 'granted', basis: 'implied_contract',
-}), [
-  [['consent', 0, 'consentedAt'], M.consentedAtRequired],
-  [['consent', 0, 'expiresAt'], M.expiresAtRequired],
-]);
-test('granted implied_contract without expiresAt', failsWith, decision({
-  channel: 'email', status: 'granted', basis: 'implied_contract', consentedAt: 1,
-}), [[['consent', 0, 'expiresAt'], M.expiresAtRequired]]);
-test('granted implied_contract with both', passes, decision({
-  channel: 'email', status: 'granted', basis: 'implied_contract', consentedAt: 1, expiresAt: 2,
-}));
+test(
+  'granted implied_contract without consentedAt and expiresAt',
+  failsWith,
+  decision({
+    channel: 'email',
+    status: 'granted',
+    basis: 'implied_contract',
+  }),
+  [
+    [['consent', 0, 'consentedAt'], M.consentedAtRequired],
+    [['consent', 0, 'expiresAt'], M.expiresAtRequired],
+  ],
+);
+test(
+  'granted implied_contract without expiresAt',
+  failsWith,
+  decision({
+    channel: 'email',
+    status: 'granted',
+    basis: 'implied_contract',
+    consentedAt: 1,
+  }),
+  [[['consent', 0, 'expiresAt'], M.expiresAtRequired]],
+);
+test(
+  'granted implied_contract with both',
+  passes,
+  decision({
+    channel: 'email',
+    status: 'granted',
+    basis: 'implied_contract',
+    consentedAt: 1,
+    expiresAt: 2,
+  }),
+);
 test('unknown implied_contract needs nothing', passes, decision({ channel: 'email', status: 'unknown', basis: 'implied_contract' }));
 test('granted consent basis needs no consentedAt', passes, decision({ channel: 'email', status: 'granted', basis: 'consent' }));
-test('tracking on sms', failsWith, decision({ channel: 'sms', status: 'withdrawn', purpose: 'tracking' }), [
-  [['consent', 0, 'channel'], M.trackingEmailOnly],
-]);
-test('tracking grant with basis contract', failsWith, decision({
-  channel: 'email', status: 'granted', purpose: 'tracking', basis: 'contract',
-}), [[['consent', 0, 'basis'], M.trackingBasis]]);
+test('tracking on sms', failsWith, decision({ channel: 'sms', status: 'withdrawn', purpose: 'tracking' }), [[['consent', 0, 'channel'], M.trackingEmailOnly]]);
+test(
+  'tracking grant with basis contract',
+  failsWith,
+  decision({
+    channel: 'email',
+    status: 'granted',
+    purpose: 'tracking',
+    basis: 'contract',
+  }),
+  [[['consent', 0, 'basis'], M.trackingBasis]],
+);
 test('tracking grant with basis consent', passes, decision({ channel: 'email', status: 'granted', purpose: 'tracking', basis: 'consent' }));
 test('tracking grant without basis', passes, decision({ channel: 'email', status: 'granted', purpose: 'tracking' }));
 test('tracking withdrawal with basis contract', passes, decision({ channel: 'email', status: 'withdrawn', purpose: 'tracking', basis: 'contract' }));
 test('marketing on sms', passes, decision({ channel: 'sms', status: 'granted', purpose: 'marketing', basis: 'contract' }));
-test('all four rules on one decision, in table order', failsWith, decision({
-  channel: 'sms', status: 'granted', purpose: 'tracking', basis: 'implied_contract',
-}), [
-  [['consent', 0, 'consentedAt'], M.consentedAtRequired],
-  [['consent', 0, 'expiresAt'], M.expiresAtRequired],
-  [['consent', 0, 'channel'], M.trackingEmailOnly],
-  [['consent', 0, 'basis'], M.trackingBasis],
-]);
-test('rules follow the field issues of their decision', failsWith, decision({
-  channel: 'sms', status: 'granted', purpose: 'tracking', proofRef: '',
-}), [
-  [['consent', 0, 'proofRef'], M.emptyString],
-  [['consent', 0, 'channel'], M.trackingEmailOnly],
-]);
-test('no rules for a decision with a bad enum', failsWith, decision({
-  channel: 'fax', status: 'granted', purpose: 'tracking', basis: 'implied_contract',
-}), [[['consent', 0, 'channel'], "Invalid enum value. Expected 'email' | 'sms', received 'fax'"]]);
-test('no rules for a decision with a wrong type', failsWith, decision({
-  channel: 'sms', status: 'granted', purpose: 'tracking', proofRef: 5,
-}), [[['consent', 0, 'proofRef'], 'Expected string, received number']]);
-// zod reports a float as a dirty issue (not aborting): the rules still run.
-test('rules still run after a float', failsWith, decision({
-  channel: 'email', status: 'granted', basis: 'implied_contract', consentedAt: 1.5,
-}), [
-  [['consent', 0, 'consentedAt'], M.expectedInteger],
-  [['consent', 0, 'expiresAt'], M.expiresAtRequired],
-]);
-test('rules per decision, element by element', failsWith, body({
-  consent: [
-    { channel: 'email', status: 'granted', basis: 'implied_inquiry' },
-    { channel: 'fax', status: 'granted', purpose: 'tracking' },
-    { channel: 'sms', status: 'granted', purpose: 'tracking' },
-    'x',
+test(
+  'all four rules on one decision, in table order',
+  failsWith,
+  decision({
+    channel: 'sms',
+    status: 'granted',
+    purpose: 'tracking',
+    basis: 'implied_contract',
+  }),
+  [
+    [['consent', 0, 'consentedAt'], M.consentedAtRequired],
+    [['consent', 0, 'expiresAt'], M.expiresAtRequired],
+    [['consent', 0, 'channel'], M.trackingEmailOnly],
+    [['consent', 0, 'basis'], M.trackingBasis],
   ],
-}), [
-  [['consent', 0, 'consentedAt'], M.consentedAtRequired],
-  [['consent', 1, 'channel'], "Invalid enum value. Expected 'email' | 'sms', received 'fax'"],
-  [['consent', 2, 'channel'], M.trackingEmailOnly],
-  [['consent', 3], 'Expected object, received string'],
-]);
-test('consentedAt far in the future is valid', passes, decision({
-  channel: 'email', status: 'granted', basis: 'implied_transaction', consentedAt: NOW + 365 * 86_400_000,
-}));
+);
+test(
+  'rules follow the field issues of their decision',
+  failsWith,
+  decision({
+    channel: 'sms',
+    status: 'granted',
+    purpose: 'tracking',
+    proofRef: '',
+  }),
+  [
+    [['consent', 0, 'proofRef'], M.emptyString],
+    [['consent', 0, 'channel'], M.trackingEmailOnly],
+  ],
+);
+test(
+  'no rules for a decision with a bad enum',
+  failsWith,
+  decision({
+    channel: 'fax',
+    status: 'granted',
+    purpose: 'tracking',
+    basis: 'implied_contract',
+  }),
+  [[['consent', 0, 'channel'], "Invalid enum value. Expected 'email' | 'sms', received 'fax'"]],
+);
+test(
+  'no rules for a decision with a wrong type',
+  failsWith,
+  decision({
+    channel: 'sms',
+    status: 'granted',
+    purpose: 'tracking',
+    proofRef: 5,
+  }),
+  [[['consent', 0, 'proofRef'], 'Expected string, received number']],
+);
+// zod reports a float as a dirty issue (not aborting): the rules still run.
+test(
+  'rules still run after a float',
+  failsWith,
+  decision({
+    channel: 'email',
+    status: 'granted',
+    basis: 'implied_contract',
+    consentedAt: 1.5,
+  }),
+  [
+    [['consent', 0, 'consentedAt'], M.expectedInteger],
+    [['consent', 0, 'expiresAt'], M.expiresAtRequired],
+  ],
+);
+test(
+  'rules per decision, element by element',
+  failsWith,
+  body({
+    consent: [
+      { channel: 'email', status: 'granted', basis: 'implied_inquiry' },
+      { channel: 'fax', status: 'granted', purpose: 'tracking' },
+      { channel: 'sms', status: 'granted', purpose: 'tracking' },
+      'x',
+    ],
+  }),
+  [
+    [['consent', 0, 'consentedAt'], M.consentedAtRequired],
+    [['consent', 1, 'channel'], "Invalid enum value. Expected 'email' | 'sms', received 'fax'"],
+    [['consent', 2, 'channel'], M.trackingEmailOnly],
+    [['consent', 3], 'Expected object, received string'],
+  ],
+);
+test(
+  'consentedAt far in the future is valid',
+  passes,
+  decision({
+    channel: 'email',
+    status: 'granted',
+    basis: 'implied_transaction',
+    consentedAt: NOW + 365 * 86_400_000,
+  }),
+);
 
 // ---- the traits rule ----------------------------------------------------------
 
-test('userId spaces and no traits: two issues', failsWith, { userId: '  ' }, [
-  [['userId'], M.emptyString],
-  TRAITS_ISSUE,
-]);
+test('userId spaces and no traits: two issues', failsWith, { userId: '  ' }, [[['userId'], M.emptyString], TRAITS_ISSUE]);
 test('consent-only call with traits {}', passes, { userId: 'u', traits: {}, consent: [{ channel: 'email', status: 'granted' }] });
 test('consent-only call without traits', passes, { userId: 'u', consent: [{ channel: 'sms', status: 'withdrawn' }] });
 test('traits {} and consent []', failsWith, { userId: 'u', traits: {}, consent: [] }, [TRAITS_ISSUE]);
@@ -418,87 +491,100 @@ test('traits rule after a dirty issue', failsWith, { userId: 'u', messageId: ' '
   [['timestamp'], M.before1970],
   TRAITS_ISSUE,
 ]);
-test('no traits rule after an aborting issue', failsWith, { userId: 'u', context: null }, [
-  [['context'], 'Expected object, received null'],
-]);
-test('no traits rule after a bad consent array', failsWith, { userId: 'u', traits: {}, consent: 'x' }, [
-  [['consent'], 'Expected array, received string'],
-]);
-test('no traits rule after a wrong userId type', failsWith, { userId: null, traits: {}, consent: [] }, [
-  [['userId'], 'Expected string, received null'],
-]);
+test('no traits rule after an aborting issue', failsWith, { userId: 'u', context: null }, [[['context'], 'Expected object, received null']]);
+test('no traits rule after a bad consent array', failsWith, { userId: 'u', traits: {}, consent: 'x' }, [[['consent'], 'Expected array, received string']]);
+test('no traits rule after a wrong userId type', failsWith, { userId: null, traits: {}, consent: [] }, [[['userId'], 'Expected string, received null']]);
 test('consent with a bad status only reports the status', failsWith, { userId: 'u', consent: [{ channel: 'email', status: 'no' }] }, [
   [['consent', 0, 'status'], "Invalid enum value. Expected 'granted' | 'withdrawn' | 'unknown', received 'no'"],
 ]);
 
 // ---- issue order ----------------------------------------------------------------
 
-test('issue order: fields in key order, traits rule last', failsWith, {
-  integrations: [],
-  context: null,
-  consent: [{ channel: 'sms', status: 'granted', purpose: 'tracking', proofRef: '' }],
-  timestamp: '2024-01-01',
-  messageId: '',
-  userId: ' ',
-}, [
-  [['userId'], M.emptyString],
-  [['messageId'], M.emptyString],
-  [['timestamp'], M.invalidDatetime],
-  [['consent', 0, 'proofRef'], M.emptyString],
-  [['consent', 0, 'channel'], M.trackingEmailOnly],
-  [['context'], 'Expected object, received null'],
-  [['integrations'], 'Expected object, received array'],
-]);
-test('issue order: dirty issues then the traits rule', failsWith, {
-  timestamp: '1900-01-01T00:00:00Z',
-  messageId: ' ',
-  userId: '',
-  traits: {},
-}, [
-  [['userId'], M.emptyString],
-  [['messageId'], M.emptyString],
-  [['timestamp'], M.before1970],
-  TRAITS_ISSUE,
-]);
-test('issue order: every field wrong', failsWith, {
-  integrations: 1, context: 'x', consent: {}, timestamp: false, messageId: 3, traits: null, userId: 2,
-}, [
-  [['userId'], 'Expected string, received number'],
-  [['traits'], 'Expected object, received null'],
-  [['messageId'], 'Expected string, received number'],
-  [['timestamp'], 'Expected string, received boolean'],
-  [['consent'], 'Expected array, received object'],
-  [['context'], 'Expected object, received string'],
-  [['integrations'], 'Expected object, received number'],
-]);
+test(
+  'issue order: fields in key order, traits rule last',
+  failsWith,
+  {
+    integrations: [],
+    context: null,
+    consent: [{ channel: 'sms', status: 'granted', purpose: 'tracking', proofRef: '' }],
+    timestamp: '2024-01-01',
+    messageId: '',
+    userId: ' ',
+  },
+  [
+    [['userId'], M.emptyString],
+    [['messageId'], M.emptyString],
+    [['timestamp'], M.invalidDatetime],
+    [['consent', 0, 'proofRef'], M.emptyString],
+    [['consent', 0, 'channel'], M.trackingEmailOnly],
+    [['context'], 'Expected object, received null'],
+    [['integrations'], 'Expected object, received array'],
+  ],
+);
+test(
+  'issue order: dirty issues then the traits rule',
+  failsWith,
+  {
+    timestamp: '1900-01-01T00:00:00Z',
+    messageId: ' ',
+    userId: '',
+    traits: {},
+  },
+  [[['userId'], M.emptyString], [['messageId'], M.emptyString], [['timestamp'], M.before1970], TRAITS_ISSUE],
+);
+test(
+  'issue order: every field wrong',
+  failsWith,
+  {
+    integrations: 1,
+    context: 'x',
+    consent: {},
+    timestamp: false,
+    messageId: 3,
+    traits: null,
+    userId: 2,
+  },
+  [
+    [['userId'], 'Expected string, received number'],
+    [['traits'], 'Expected object, received null'],
+    [['messageId'], 'Expected string, received number'],
+    [['timestamp'], 'Expected string, received boolean'],
+    [['consent'], 'Expected array, received object'],
+    [['context'], 'Expected object, received string'],
+    [['integrations'], 'Expected object, received number'],
+  ],
+);
 
 // ---- accepted input -------------------------------------------------------------
 
 test('accepted input: trimmed IDs, defaults, unknown fields dropped', (t) => {
   const traits = { email: 'a@example.com', nested: { a: [1] }, gone: null };
-  const result = checkIdentify({
-    userId: '  user-1 ',
-    messageId: '\tmsg-1 ',
-    traits,
-    anonymousId: 'anon',
-    type: 'group',
-    sentAt: 'whenever',
-    context: { traits: { ignored: true } },
-    integrations: { All: false },
-    consent: [
-      { channel: 'email', status: 'granted', extra: 1 },
-      {
-        channel: 'sms',
-        status: 'withdrawn',
-        purpose: 'marketing',
-        basis: 'implied_inquiry',
-        source: 'import',
-        consentedAt: 5,
-        proofRef: ' form-1 ',
-        expiresAt: 9,
-      },
-    ],
-  }, NOW);
+  const result = checkIdentify(
+    {
+      userId: '  user-1 ',
+      messageId: '\tmsg-1 ',
+      traits,
+      anonymousId: 'anon',
+      type: 'group',
+      sentAt: 'whenever',
+      context: { traits: { ignored: true } },
+      integrations: { All: false },
+      consent: [
+        { channel: 'email', status: 'granted', extra: 1 },
+        {
+          channel: 'sms',
+          status: 'withdrawn',
+          purpose: 'marketing',
+          basis: 'implied_inquiry',
+          source: 'import',
+          consentedAt: 5,
+          proofRef: ' form-1 ',
+          expiresAt: 9,
+        },
+      ],
+    },
+    NOW,
+  );
   t.deepEqual(result, {
     ok: true,
     input: {
@@ -509,12 +595,24 @@ test('accepted input: trimmed IDs, defaults, unknown fields dropped', (t) => {
       timestampMs: null,
       consent: [
         {
-          channel: 'email', status: 'granted', purpose: 'marketing', basis: null,
-          source: 'api', consentedAt: null, proofRef: null, expiresAt: null,
+          channel: 'email',
+          status: 'granted',
+          purpose: 'marketing',
+          basis: null,
+          source: 'api',
+          consentedAt: null,
+          proofRef: null,
+          expiresAt: null,
         },
         {
-          channel: 'sms', status: 'withdrawn', purpose: 'marketing', basis: 'implied_inquiry',
-          source: 'import', consentedAt: 5, proofRef: ' form-1 ', expiresAt: 9,
+          channel: 'sms',
+          status: 'withdrawn',
+          purpose: 'marketing',
+          basis: 'implied_inquiry',
+          source: 'import',
+          consentedAt: 5,
+          proofRef: ' form-1 ',
+          expiresAt: 9,
         },
       ],
     },
@@ -552,7 +650,10 @@ test('timestamp 5 minutes and 1 ms ahead is too far ahead', (t) => {
 test('too far ahead only when there is no issue', (t) => {
   const ts = new Date(NOW + 3_600_000).toISOString();
   const result = checkIdentify(body({ timestamp: ts, messageId: '' }), NOW);
-  t.deepEqual(issuesOf(result)?.map((i) => i.path), [['messageId']]);
+  t.deepEqual(
+    issuesOf(result)?.map((i) => i.path),
+    [['messageId']],
+  );
 });
 
 test('a past timestamp is accepted', passes, body({ timestamp: '2001-09-09T01:46:40Z' }));

@@ -25,7 +25,11 @@ test('null is stored as null and the key stays', (t) => {
 });
 
 test('nested values replace the whole stored value', (t) => {
-  const r = mergeTraits(state({ address: { city: 'Oslo', zip: '0150' }, tags: [1, 2] }, { address: 1, tags: 1 }, 1), { address: { city: 'Bergen' }, tags: [3] }, 2);
+  const r = mergeTraits(
+    state({ address: { city: 'Oslo', zip: '0150' }, tags: [1, 2] }, { address: 1, tags: 1 }, 1),
+    { address: { city: 'Bergen' }, tags: [3] },
+    2,
+  );
   t.deepEqual(r.fields.address, { city: 'Bergen' });
   t.deepEqual(r.fields.tags, [3]);
 });

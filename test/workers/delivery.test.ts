@@ -34,10 +34,13 @@ const rowsOf = (hh: Harness, tenant: Tenant) => hh.db.event.count({ where: { env
 
 /** Until the queue has nothing left to run (every job completed or failed). */
 async function drained(hh: Harness): Promise<boolean> {
-  return eventually(async () => {
-    const c = await hh.operator.eventsQueue().getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
-    return Object.values(c).every((n) => n === 0);
-  }, { timeoutMs: 30_000 });
+  return eventually(
+    async () => {
+      const c = await hh.operator.eventsQueue().getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
+      return Object.values(c).every((n) => n === 0);
+    },
+    { timeoutMs: 30_000 },
+  );
 }
 
 /** PostgreSQL's URL with host and port replaced by the proxy's. */
@@ -154,16 +157,25 @@ test('events get shows pending while no worker runs, then the event; events name
 
   t.is(await eventually(() => rowsOf(hq, tenant).then((n) => n === 3)), true);
   const names = await eventsNames(hq.operator, [tenant.slug]);
-  t.deepEqual(names.map(({ event, count }) => ({ event, count })), [
-    { event: 'Order Completed', count: 2 },
-    { event: 'Signed Up', count: 1 },
-  ]);
+  t.deepEqual(
+    names.map(({ event, count }) => ({ event, count })),
+    [
+      { event: 'Order Completed', count: 2 },
+      { event: 'Signed Up', count: 1 },
+    ],
+  );
   t.true(names.every((n) => typeof n.lastSeenAt === 'number' && Math.abs(Date.now() - n.lastSeenAt) < 60_000));
 });
 
 /** A job as the gateway would enqueue it, except that its payload is not JSON. */
 function malformedJob(tenant: Tenant, messageId: string): EventJob {
-  return { environmentId: tenant.environmentId, messageId, receivedAt: Date.now(), timestampMs: Date.parse('2024-05-01T10:00:00Z'), payload: '{"type":"track","messageId":' };
+  return {
+    environmentId: tenant.environmentId,
+    messageId,
+    receivedAt: Date.now(),
+    timestampMs: Date.parse('2024-05-01T10:00:00Z'),
+    payload: '{"type":"track","messageId":',
+  };
 }
 
 test('a job that fails permanently ends failed at once and stays in Redis', async (t) => {
@@ -298,10 +310,13 @@ test('PostgreSQL away: events accepted meanwhile are retried with backoff and st
 
   // The worker tries, fails and backs off; nothing is stored and nothing given up on.
   const queue = gh.operator.eventsQueue();
-  const retried = await eventually(async () => {
-    const jobs = await Promise.all(ids.map((id) => queue.getJob(jobIdFor(tenant.environmentId, id))));
-    return jobs.every((j) => j && j.attemptsMade >= 2);
-  }, { timeoutMs: 15_000 });
+  const retried = await eventually(
+    async () => {
+      const jobs = await Promise.all(ids.map((id) => queue.getJob(jobIdFor(tenant.environmentId, id))));
+      return jobs.every((j) => j && j.attemptsMade >= 2);
+    },
+    { timeoutMs: 15_000 },
+  );
   t.true(retried, 'every job was attempted at least twice while PostgreSQL was away');
   t.is(await rowsOf(gh, tenant), 0);
   t.is((await queue.getJobCounts('failed')).failed, 0);

@@ -77,20 +77,31 @@ async function jobsOf(queue: Queue<ServiceEventJob>, tenant: Tenant) {
 }
 
 async function allRelayed(tenant: Tenant, count: number, timeoutMs = 15_000): Promise<boolean> {
-  return eventually(async () => {
-    const rows = await rowsOf(tenant);
-    return rows.length === count && rows.every((r) => r.relayedAt !== null);
-  }, { timeoutMs });
+  return eventually(
+    async () => {
+      const rows = await rowsOf(tenant);
+      return rows.length === count && rows.every((r) => r.relayedAt !== null);
+    },
+    { timeoutMs },
+  );
 }
 
 test.serial('a trait change writes one profile_fields_changed row, a consent change a subscription_changed row, before the 200', async (t) => {
   const tenant = await newTenant(h);
   const userId = 'outbox-user';
 
-  const first = await applied(t, tenant, { userId, timestamp: iso(BASE), traits: { plan: 'free', email: ' Ada@Example.com ' }, consent: [{ channel: 'email', status: 'granted', consentedAt: BASE }] });
+  const first = await applied(t, tenant, {
+    userId,
+    timestamp: iso(BASE),
+    traits: { plan: 'free', email: ' Ada@Example.com ' },
+    consent: [{ channel: 'email', status: 'granted', consentedAt: BASE }],
+  });
   // Read at once: the 200 came after the commit that wrote the rows.
   let rows = await rowsOf(tenant);
-  t.deepEqual(rows.map((r) => r.kind), [SERVICE_EVENTS.profileFieldsChanged, SERVICE_EVENTS.subscriptionChanged]);
+  t.deepEqual(
+    rows.map((r) => r.kind),
+    [SERVICE_EVENTS.profileFieldsChanged, SERVICE_EVENTS.subscriptionChanged],
+  );
   const profileId = await profileIdOf(tenant, userId);
   t.deepEqual(JSON.parse(rows[0].payload), { userId, profileId, messageId: first, at: BASE, changed: { plan: 'free', email: ' Ada@Example.com ' } });
   t.deepEqual(JSON.parse(rows[1].payload), {
@@ -123,7 +134,13 @@ test.serial('a trait change writes one profile_fields_changed row, a consent cha
 test.serial('a duplicate retry, a call changing nothing and a call whose traits are all older write no row', async (t) => {
   const tenant = await newTenant(h);
   const userId = 'quiet-user';
-  const body = { userId, messageId: 'quiet-1', timestamp: iso(BASE + 10_000), traits: { plan: 'pro', email: 'q@example.com' }, consent: [{ channel: 'email', status: 'granted', consentedAt: BASE + 10_000 }] };
+  const body = {
+    userId,
+    messageId: 'quiet-1',
+    timestamp: iso(BASE + 10_000),
+    traits: { plan: 'pro', email: 'q@example.com' },
+    consent: [{ channel: 'email', status: 'granted', consentedAt: BASE + 10_000 }],
+  };
   await applied(t, tenant, body);
   const before = (await rowsOf(tenant)).length;
   t.is(before, 2);
@@ -135,9 +152,19 @@ test.serial('a duplicate retry, a call changing nothing and a call whose traits 
   // Same values again, later: written (times move) but nothing changes.
   await applied(t, tenant, { userId, timestamp: iso(BASE + 30_000), traits: { plan: 'pro', email: 'q@example.com' } });
   // A newer decision with the same status and expiry: nothing changes.
-  await applied(t, tenant, { userId, timestamp: iso(BASE + 30_000), traits: {}, consent: [{ channel: 'email', status: 'granted', consentedAt: BASE + 30_000 }] });
+  await applied(t, tenant, {
+    userId,
+    timestamp: iso(BASE + 30_000),
+    traits: {},
+    consent: [{ channel: 'email', status: 'granted', consentedAt: BASE + 30_000 }],
+  });
   // Every trait older than what is stored, and an older decision for the same address: skipped.
-  await applied(t, tenant, { userId, timestamp: iso(BASE), traits: { plan: 'free', email: 'q@example.com' }, consent: [{ channel: 'email', status: 'withdrawn', consentedAt: BASE }] });
+  await applied(t, tenant, {
+    userId,
+    timestamp: iso(BASE),
+    traits: { plan: 'free', email: 'q@example.com' },
+    consent: [{ channel: 'email', status: 'withdrawn', consentedAt: BASE }],
+  });
   // `unknown` never replaces a decision.
   await applied(t, tenant, { userId, timestamp: iso(BASE + 40_000), traits: {}, consent: [{ channel: 'email', status: 'unknown' }] });
 
@@ -162,10 +189,18 @@ test.serial('a running worker relays each row to the service-events queue as job
     const job = await queue.getJob(`o${row.id}`);
     t.truthy(job, `job o${row.id}`);
     t.is(job!.name, row.kind);
-    t.deepEqual(job!.data, { outboxId: row.id.toString(), environmentId: tenant.environmentId, kind: row.kind, createdAt: row.createdAt.getTime(), payload: row.payload });
+    t.deepEqual(job!.data, {
+      outboxId: row.id.toString(),
+      environmentId: tenant.environmentId,
+      kind: row.kind,
+      createdAt: row.createdAt.getTime(),
+      payload: row.payload,
+    });
   }
   // The service-events worker takes them.
-  t.true(await eventually(async () => (await Promise.all(rows.map(async (r) => (await queue.getJob(`o${r.id}`))?.getState()))).every((s) => s === 'completed')));
+  t.true(
+    await eventually(async () => (await Promise.all(rows.map(async (r) => (await queue.getJob(`o${r.id}`))?.getState()))).every((s) => s === 'completed')),
+  );
   t.is((await jobsOf(queue, tenant)).length, rows.length);
 
   // A relay that delivered but did not get to mark the row (crash, timeout): the row is

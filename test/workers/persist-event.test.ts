@@ -102,7 +102,11 @@ test('the same messageId in two environments is two events', async (t) => {
 const limitCases: [string, Record<string, unknown>, { withinLimits: boolean; drivesJourneys: boolean; limitReason: string | null }][] = [
   ['an event with a userId', { properties: { ok: true } }, { withinLimits: true, drivesJourneys: true, limitReason: null }],
   ['an anonymous-only event', { userId: undefined, anonymousId: 'anon-1' }, { withinLimits: true, drivesJourneys: false, limitReason: null }],
-  ['a whitespace-only userId next to an anonymousId', { userId: '   ', anonymousId: 'anon-1' }, { withinLimits: true, drivesJourneys: false, limitReason: null }],
+  [
+    'a whitespace-only userId next to an anonymousId',
+    { userId: '   ', anonymousId: 'anon-1' },
+    { withinLimits: true, drivesJourneys: false, limitReason: null },
+  ],
   ['a null character in a property value', { properties: { note: 'a\u0000b' } }, { withinLimits: false, drivesJourneys: false, limitReason: 'null_character' }],
   ['a null character in a property key', { properties: { 'k\u0000': 1 } }, { withinLimits: false, drivesJourneys: false, limitReason: 'null_character' }],
   ['properties over 128 KB', { properties: { blob: 'x'.repeat(131_072) } }, { withinLimits: false, drivesJourneys: false, limitReason: 'too_large' }],
@@ -163,7 +167,13 @@ test('IDs and event names with NUL and backslashes store and read back exactly',
   const names = await eventNames(h.db, tenant.environmentId, 30);
   t.deepEqual(
     names.map((n) => [n.event, n.count]).sort(),
-    [['E\u0000', 1], ['E\\0', 1], ['E\\', 1], ['E\\\\', 1], ['\u0000', 1]].sort(),
+    [
+      ['E\u0000', 1],
+      ['E\\0', 1],
+      ['E\\', 1],
+      ['E\\\\', 1],
+      ['\u0000', 1],
+    ].sort(),
   );
 });
 
