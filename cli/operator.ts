@@ -4,6 +4,7 @@ import type { Config } from '../common/config.ts';
 import { createDb, type Db } from '../common/db.ts';
 import { authCacheChannels, createEventsQueue, type EventJob } from '../common/queues.ts';
 import { createRedis, type Redis } from '../common/redis.ts';
+import { TimeoutError, withTimeout } from '../common/with-timeout.ts';
 
 /** What operator commands work with; built once in cli/intake.ts. */
 export interface OperatorDeps {
@@ -66,23 +67,18 @@ export async function invalidateEverywhere(redis: Redis, config: Config, timeout
   listener.on('message', (_channel: string, message: string) => {
     if (message === nonce && ++acked >= expected) done();
   });
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+  const publishAndWait = async () => {
+    await listener.subscribe(channels.ack);
+    expected = await redis.publish(channels.invalidate, nonce);
+    if (acked < expected) await allAcked;
+  };
   try {
-    const outcome = await Promise.race([
-      (async () => {
-        await listener.subscribe(channels.ack);
-        expected = await redis.publish(channels.invalidate, nonce);
-        if (acked >= expected) return 'ok';
-        await allAcked;
-        return 'ok';
-      })(),
-      timeout,
-    ]);
-    if (outcome === 'ok') return null;
+    await withTimeout(publishAndWait(), timeoutMs, 'invalidation not confirmed');
+    return null;
+  } catch (err) {
+    if (!(err instanceof TimeoutError)) throw err;
     return expected === Infinity ? 'Redis unreachable' : `${expected - acked} of ${expected} gateways did not confirm the cache invalidation`;
   } finally {
-    clearTimeout(timer);
     listener.disconnect();
   }
 }

@@ -6,6 +6,7 @@
 import { Job, type Queue } from 'bullmq';
 import { createMicroBatch } from '../common/micro-batch.ts';
 import type { EventJob } from '../common/queues.ts';
+import { withTimeout } from '../common/with-timeout.ts';
 
 export interface EventBatcher {
   /** Resolves once the job is stored in Redis; rejects if its batch failed or timed out. */
@@ -34,18 +35,12 @@ export function createEventBatcher(queue: Queue<EventJob>, options: BatcherOptio
   }
 
   async function writeWithin(batch: { jobId: string; data: EventJob }[]) {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`enqueue took longer than ${options.timeoutMs} ms`)), options.timeoutMs);
-    });
     try {
-      await Promise.race([write(batch), timeout]);
+      await withTimeout(write(batch), options.timeoutMs, `enqueue took longer than ${options.timeoutMs} ms`);
       options.onBatch?.(batch.length, true);
     } catch (err) {
       options.onBatch?.(batch.length, false);
       throw err;
-    } finally {
-      clearTimeout(timer);
     }
   }
 

@@ -8,6 +8,7 @@ import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
 import type { ServiceEventJob } from '../common/queues.ts';
 import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow } from '../common/store/outbox.ts';
+import { withTimeout } from '../common/with-timeout.ts';
 
 const BATCH = 500;
 const POLL_MS = 1000;
@@ -32,11 +33,9 @@ export function startOutboxRelay(deps: { config: Config; db: Db; queue: Queue<Se
   let wake: (() => void) | null = null;
   let listener: pg.Client | null = null;
 
+  // If the add lands after the timeout, the rows are relayed again and the jobIds dedupe them.
   const deliver = async (rows: OutboxRow[]) => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('queue unavailable')), ADD_TIMEOUT_MS)));
-    // If the add lands after the timeout, the rows are relayed again and the jobIds dedupe them.
-    await Promise.race([queue.addBulk(rows.map(toServiceEventJob)), timeout]).finally(() => clearTimeout(timer));
+    await withTimeout(queue.addBulk(rows.map(toServiceEventJob)), ADD_TIMEOUT_MS, 'queue unavailable');
   };
 
   async function listen() {

@@ -45,7 +45,7 @@ export async function applyIdentify(db: Db, env: IdentifyEnvironment, input: Ide
     const kind = await applyTraitsOnly(db, env.id, input, messageId, callTime, traitsText);
     if (kind !== 'slow') return { kind, messageId };
   }
-  return applyInTransaction(db, env, input, messageId, callTime, now);
+  return applyInTransaction(db, env, input, messageId, callTime, traitsText, now);
 }
 
 /**
@@ -86,11 +86,12 @@ async function applyInTransaction(
   input: IdentifyInput,
   messageId: string,
   callTime: number,
+  traitsText: string,
   now: number,
 ): Promise<IdentifyResult> {
   const userKey = toPgText(input.userId);
   return db.$transaction(async (tx) => {
-    const replay = await claimMessageId(tx, env.id, messageId, userKey, input);
+    const replay = await claimMessageId(tx, env.id, messageId, userKey, input, traitsText);
     if (replay) return { kind: replay, messageId };
 
     // Every call for one user runs one at a time; the profile row lock below covers calls
@@ -137,8 +138,14 @@ async function applyInTransaction(
  * userId, timestamp (present/absent counts) and traits is a duplicate; anything else a conflict.
  * Consent is not compared.
  */
-async function claimMessageId(tx: Tx, envId: string, messageId: string, userKey: string, input: IdentifyInput): Promise<'duplicate' | 'conflict' | null> {
-  const traits = serializeEvent(input.traits);
+async function claimMessageId(
+  tx: Tx,
+  envId: string,
+  messageId: string,
+  userKey: string,
+  input: IdentifyInput,
+  traits: string,
+): Promise<'duplicate' | 'conflict' | null> {
   const timestampMs = input.timestampMs === null ? null : BigInt(input.timestampMs);
   const inserted = await tx.$executeRaw`
     INSERT INTO identify_messages (environment_id, message_id, user_id, timestamp_ms, traits)
@@ -182,14 +189,11 @@ async function joinByEmail(tx: Tx, envId: string, userKey: string, own: ProfileR
     await tx.$executeRaw`INSERT INTO profile_users (environment_id, user_id, profile_id) VALUES (${envId}::uuid, ${userKey}, ${other.id}::uuid)`;
     return other;
   }
-  const a = readState(other);
+  // Each of the joining profile's traits is applied at its own last-written time.
   const b = readState(own);
-  const merged = mergeTraits(a, {}, a.updatedAt);
-  for (const key of Object.keys(b.fields)) {
-    const step = mergeTraits(merged, { [key]: b.fields[key] }, b.times[key] ?? b.updatedAt);
-    Object.assign(merged, step);
-  }
-  merged.updatedAt = Math.max(a.updatedAt, b.updatedAt);
+  let merged = readState(other);
+  for (const key of Object.keys(b.fields)) merged = mergeTraits(merged, { [key]: b.fields[key] }, b.times[key] ?? b.updatedAt);
+  merged = { ...merged, updatedAt: Math.max(merged.updatedAt, b.updatedAt) };
   await tx.$executeRaw`UPDATE profile_users SET profile_id = ${other.id}::uuid WHERE profile_id = ${own.id}::uuid`;
   await tx.$executeRaw`UPDATE address_claims SET profile_id = ${other.id}::uuid WHERE profile_id = ${own.id}::uuid`;
   await tx.$executeRaw`DELETE FROM profiles WHERE id = ${own.id}::uuid`;

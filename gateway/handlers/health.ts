@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import type { Registry } from 'prom-client';
 import type { Db } from '../../common/db.ts';
 import type { Redis } from '../../common/redis.ts';
+import { withTimeout } from '../../common/with-timeout.ts';
 
 /** Process is up. */
 export const healthz: Middleware = async function healthz(ctx) {
@@ -24,14 +25,9 @@ export function metrics(registry: Registry): Middleware {
   };
 }
 
-async function answers(probe: Promise<unknown>): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([probe, new Promise((_, reject) => (timer = setTimeout(reject, 1000)))]);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-  }
+function answers(probe: Promise<unknown>): Promise<boolean> {
+  return withTimeout(probe, 1000, 'no answer').then(
+    () => true,
+    () => false,
+  );
 }

@@ -1,7 +1,7 @@
 // Track group commit keeps the contract: adds made in one event-loop turn go to Redis as one
 // MULTI/EXEC; a batch that fails rejects every add in it (each request answers 503) and
 // stores none of its jobs; duplicates inside one batch make one job.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { createEventsQueue, jobIdFor, type EventJob } from '../../common/queues.ts';
 import { createRedis } from '../../common/redis.ts';
 import { createEventBatcher } from '../../gateway/event-batcher.ts';
@@ -22,6 +22,18 @@ const job = (messageId: string): EventJob => ({
   payload: JSON.stringify({ type: 'track', messageId }),
 });
 
+/** The gateway's kind of queue: a producer connection (fails fast), closed with the test. */
+async function producerQueue(t: ExecutionContext, redisUrl: string) {
+  const producer = createRedis({ redisUrl }, 'producer');
+  producer.on('error', () => {});
+  t.teardown(() => producer.disconnect());
+  const queue = createEventsQueue(h.config, producer);
+  queue.on('error', () => {});
+  t.teardown(() => queue.close().catch(() => {}));
+  await queue.waitUntilReady();
+  return queue;
+}
+
 /** How many of these job ids exist in the harness's queue (read over a direct connection). */
 async function jobsIn(ids: string[]) {
   const queue = h.operator.eventsQueue();
@@ -31,11 +43,7 @@ async function jobsIn(ids: string[]) {
 
 test('adds made in one turn are one batch; every add resolves once the batch is stored', async (t) => {
   const batches: number[] = [];
-  const producer = createRedis(h.config, 'producer');
-  t.teardown(() => producer.disconnect());
-  const queue = createEventsQueue(h.config, producer);
-  t.teardown(() => queue.close());
-  await queue.waitUntilReady();
+  const queue = await producerQueue(t, h.config.redisUrl);
   const batcher = createEventBatcher(queue, { maxBatch: 1000, timeoutMs: 2000, onBatch: (size) => batches.push(size) });
   const ids = Array.from({ length: 25 }, (_, i) => `one-turn-${Date.now()}-${i}`);
   await Promise.all(ids.map((m) => batcher.add(jobIdFor(job(m).environmentId, m), job(m))));
@@ -45,11 +53,7 @@ test('adds made in one turn are one batch; every add resolves once the batch is 
 
 test('a full batch is written at once; the rest follow in the next', async (t) => {
   const batches: number[] = [];
-  const producer = createRedis(h.config, 'producer');
-  t.teardown(() => producer.disconnect());
-  const queue = createEventsQueue(h.config, producer);
-  t.teardown(() => queue.close());
-  await queue.waitUntilReady();
+  const queue = await producerQueue(t, h.config.redisUrl);
   const batcher = createEventBatcher(queue, { maxBatch: 10, timeoutMs: 2000, onBatch: (size) => batches.push(size) });
   const ids = Array.from({ length: 25 }, (_, i) => `full-${Date.now()}-${i}`);
   await Promise.all(ids.map((m) => batcher.add(jobIdFor(job(m).environmentId, m), job(m))));
@@ -60,11 +64,7 @@ test('a full batch is written at once; the rest follow in the next', async (t) =
 });
 
 test('duplicates inside one batch store one job each', async (t) => {
-  const producer = createRedis(h.config, 'producer');
-  t.teardown(() => producer.disconnect());
-  const queue = createEventsQueue(h.config, producer);
-  t.teardown(() => queue.close());
-  await queue.waitUntilReady();
+  const queue = await producerQueue(t, h.config.redisUrl);
   const batches: number[] = [];
   const batcher = createEventBatcher(queue, { maxBatch: 1000, timeoutMs: 2000, onBatch: (size) => batches.push(size) });
   const stamp = Date.now();
@@ -81,13 +81,7 @@ test('duplicates inside one batch store one job each', async (t) => {
 test('a batch that fails rejects every add in it and stores none of its jobs', async (t) => {
   const proxy = await startProxy(Number(new URL(TEST_REDIS_URL).port || 6379));
   t.teardown(() => proxy.close());
-  const producer = createRedis({ redisUrl: proxy.url('redis') }, 'producer');
-  producer.on('error', () => {});
-  t.teardown(() => producer.disconnect());
-  const queue = createEventsQueue(h.config, producer);
-  queue.on('error', () => {});
-  t.teardown(() => queue.close().catch(() => {}));
-  await queue.waitUntilReady();
+  const queue = await producerQueue(t, proxy.url('redis'));
 
   proxy.stall(); // Redis stops answering: the transaction never completes in time.
   const batches: { size: number; ok: boolean }[] = [];

@@ -1,0 +1,13 @@
+export class TimeoutError extends Error {}
+
+/**
+ * `work`, or a TimeoutError after `ms`. The work is not cancelled: callers whose work may land
+ * late must be idempotent (every caller here is: jobs have deterministic ids).
+ */
+export function withTimeout<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError(message)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
