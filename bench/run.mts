@@ -6,13 +6,14 @@
 // a noisy machine.
 //
 // BENCH_DURATION (seconds per load scenario, default 10), BENCH_CONNECTIONS (default 50),
+// BENCH_PROFILE=1 (CPU profile of the gateway, summarized at the end),
 // BENCH_DRAIN_EVENTS (default 100000), BENCH_ONLY (comma list of scenario names: reference,
 // track, identify, profiles, drain, e2e, memory), BENCH_MEMORY_SECONDS (default 300).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { Job } from 'bullmq';
 import { keyCreate } from '../cli/commands/key.ts';
@@ -23,12 +24,14 @@ import { createDb } from '../common/db.ts';
 import { migrate } from '../common/migrate.ts';
 import { createEventsQueue, jobIdFor, type EventJob } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
+import { runScript, startProcess, stopProcess } from './processes.mts';
+import { summarizeProfile } from './cpu-profile.mts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DRAIN_EVENTS = Number(process.env.BENCH_DRAIN_EVENTS ?? 100_000);
 const ONLY = process.env.BENCH_ONLY?.split(',');
+const PROFILE = process.env.BENCH_PROFILE === '1';
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_bench';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `bench-${randomBytes(4).toString('hex')}`;
@@ -45,31 +48,8 @@ function report(row: Row) {
   console.log(JSON.stringify({ bench: row.scenario, ...row }));
 }
 
-function start(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (ready.test(out)) {
-        const port = Number(/"port":(\d+)/.exec(out)?.[1] ?? 0);
-        child.stdout!.removeAllListeners('data');
-        child.stdout!.resume();
-        resolve({ child, port });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}:\n${out}`)));
-  });
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}
+const start = (args: string[], env: Record<string, string>, ready: RegExp) => startProcess(args, env, ready, children);
+const stop = stopProcess;
 
 const serviceEnv = (extra: Record<string, string> = {}) => ({
   DATABASE_URL,
@@ -155,7 +135,10 @@ async function main() {
   const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
   let reference: Awaited<ReturnType<typeof load>> | undefined;
   let trackMax = 0;
-  const gateway = await start(['bin/intake.js', 'gateway'], serviceEnv(), /gateway listening/);
+  // BENCH_PROFILE=1: the gateway runs under `node --cpu-prof`; its profile is summarized at the end.
+  const profileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'intake-profile-')) : null;
+  const gatewayArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, 'bin/intake.js', 'gateway'] : ['bin/intake.js', 'gateway'];
+  const gateway = await start(gatewayArgs, serviceEnv(), /gateway listening/);
   const base = `http://127.0.0.1:${gateway.port}`;
   const ratio = (rps: number) => (reference ? Math.round((rps / reference.reqPerSec) * 100) / 100 : '-');
   if (want('reference') || want('track') || want('memory')) {
@@ -316,6 +299,12 @@ async function main() {
   }
 
   await stop(gateway.child);
+  if (profileDir) {
+    // One profile per thread; the main thread's is the big one (tsx's loader thread idles).
+    const files = readdirSync(profileDir).map((f) => path.join(profileDir, f));
+    const main = files.sort((a, b) => statSync(b).size - statSync(a).size)[0];
+    if (main) console.error('\n' + summarizeProfile(main));
+  }
   await queue.obliterate({ force: true }).catch(() => {});
   await queue.close();
   redis.disconnect();
@@ -336,12 +325,4 @@ function table(list: Row[]): string {
   return lines.join('\n');
 }
 
-main()
-  .catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    await Promise.all(children.map(stop));
-    process.exit();
-  });
+runScript(main, children);

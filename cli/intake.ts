@@ -4,12 +4,14 @@ import { ConfigError, loadConfig, type Config } from '../common/config.ts';
 import { createDb, type Db } from '../common/db.ts';
 import { createLogger, type Logger } from '../common/logger.ts';
 import { migrate } from '../common/migrate.ts';
+import { startDashboard } from '../gateway/dashboard.ts';
 import { startGateway } from '../gateway/server.ts';
 import { startWorkers } from '../workers/main.ts';
 import { UsageError } from './args.ts';
 import { consentGet } from './commands/consent.ts';
 import { envCreate, envRemove } from './commands/env.ts';
-import { eventsGet, eventsNames } from './commands/events.ts';
+import { eventsActivity, eventsGet, eventsNames } from './commands/events.ts';
+import { journeyCreate, journeyList, journeyPublish, journeyRuns, journeyStatsCommand } from './commands/journey.ts';
 import { keyCreate, keyList, keyRevoke } from './commands/key.ts';
 import { orgCreate, orgFeatures } from './commands/org.ts';
 import { OperatorError, openOperator, type OperatorDeps } from './operator.ts';
@@ -20,7 +22,8 @@ const operators: Record<string, Record<string, Operator>> = {
   org: { create: orgCreate, features: orgFeatures },
   env: { create: envCreate, remove: envRemove },
   key: { create: keyCreate, list: keyList, revoke: keyRevoke },
-  events: { names: eventsNames, get: eventsGet },
+  events: { names: eventsNames, get: eventsGet, activity: eventsActivity },
+  journey: { create: journeyCreate, publish: journeyPublish, list: journeyList, stats: journeyStatsCommand, runs: journeyRuns },
   consent: { get: consentGet },
 };
 
@@ -30,7 +33,10 @@ processes:
   gateway                 HTTP gateway (PORT, HOST)
   worker                  queue workers
   migrate                 apply prisma/migrations, creating the database if missing
-  dev                     migrate, then gateway and worker in one process
+  dashboard               queue dashboard (DASHBOARD_PORT; basic auth when DASHBOARD_PASSWORD is set;
+                          read-only unless DASHBOARD_READ_ONLY=false)
+  dev                     migrate, then gateway, worker and dashboard in one process
+                          (the dashboard is skipped with a warning when DASHBOARD_PORT is taken)
 
 operator commands (one JSON document on stdout):
   org create <slug> [--features f1,f2]
@@ -42,6 +48,12 @@ operator commands (one JSON document on stdout):
   key revoke <org-slug> <suffix> [--env <path-value>]
   events names <org-slug> [--env <path-value>] [--days 30]
   events get <org-slug> <messageId> [--env <path-value>]
+  events activity <org-slug> [--env <path-value>] [--limit 100]
+  journey create <org-slug> --file <journey.json> [--env <path-value>]
+  journey publish <org-slug> <journey-id> [--env <path-value>]
+  journey list <org-slug> [--env <path-value>]
+  journey stats <org-slug> <journey-id> [--env <path-value>]
+  journey runs <org-slug> <journey-id> [--user <userId>] [--env <path-value>]
   consent get <org-slug> <email|sms> <address> [--purpose marketing|tracking] [--env <path-value>]`;
 
 async function main(argv: string[]): Promise<number> {
@@ -61,13 +73,33 @@ async function main(argv: string[]): Promise<number> {
       return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })]);
     case 'worker':
       return runProcess(config, 'worker', async (db, log) => [await startWorkers({ config, db, log })]);
+    case 'dashboard':
+      return runProcess(config, 'dashboard', async (_db, log) => [await startDashboard({ config, log })]);
     case 'dev':
       await migrate(config.databaseUrl);
-      return runProcess(config, 'dev', async (db, log) => [await startWorkers({ config, db, log }), await startGateway({ config, db, log })]);
+      return runProcess(config, 'dev', async (db, log) => [
+        await startWorkers({ config, db, log }),
+        await startGateway({ config, db, log }),
+        ...(await devDashboard(config, log)),
+      ]);
   }
   const run = operators[command]?.[sub ?? ''];
   if (!run) throw new UsageError(`unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
   return runOperator(config, run, rest);
+}
+
+/**
+ * On a laptop the dashboard is a convenience: a taken DASHBOARD_PORT (another checkout's `dev`,
+ * say) must not stop the gateway and worker, so it is skipped with a warning.
+ */
+async function devDashboard(config: Config, log: Logger): Promise<{ close(): Promise<void> }[]> {
+  try {
+    return [await startDashboard({ config, log })];
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    log.warn({ port: config.dashboardPort }, 'dashboard not started: DASHBOARD_PORT is in use');
+    return [];
+  }
 }
 
 /** A long-running process: start, then on SIGTERM/SIGINT drain and close in reverse order. */
@@ -98,19 +130,26 @@ async function runProcess(config: Config, name: string, start: (db: Db, log: Log
 async function runOperator(config: Config, run: Operator, argv: string[]): Promise<number> {
   const operator = openOperator(config);
   try {
-    console.log(JSON.stringify(await run(operator, argv)));
+    const output = JSON.stringify(await run(operator, argv)) + '\n';
+    // A pipe takes large output asynchronously: exiting before the write drains would cut it.
+    await new Promise<void>((resolve, reject) => process.stdout.write(output, (err) => (err ? reject(err) : resolve())));
     return 0;
   } finally {
     await operator.close();
   }
 }
 
+/** Errors of the environment a process starts in (a taken port, an unknown host): one line, like a bad setting. */
+const STARTUP_CODES = new Set(['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL', 'ENOTFOUND']);
+
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (err: Error) => {
-    const expected = err instanceof OperatorError || err instanceof UsageError || err instanceof ConfigError;
-    console.error(expected ? `intake: ${err.message}` : `intake: ${err.stack ?? err.message}`);
-    if (err instanceof UsageError) console.error(USAGE);
-    process.exit(expected && !(err instanceof UsageError) ? 1 : 2);
+  (err: Error & { code?: string }) => {
+    const usage = err instanceof UsageError;
+    const expected = err instanceof OperatorError || usage || err instanceof ConfigError || STARTUP_CODES.has(err.code ?? '');
+    // One line on stderr (product.md); the stack only for the unexpected. Settings read "A: why; B: why".
+    const line = expected ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ') : (err.stack ?? err.message);
+    const hint = usage ? ' (intake help lists the commands)' : '';
+    process.stderr.write(`intake: ${line}${hint}\n`, () => process.exit(expected && !usage ? 1 : 2));
   },
 );

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import { createDb, type Db } from '../common/db.ts';
-import { authCacheChannels, createEventsQueue, type EventJob } from '../common/queues.ts';
+import { authCacheChannels, closeQueues, createEventsQueue, type EventJob } from '../common/queues.ts';
 import { createRedis, type Redis } from '../common/redis.ts';
 import { TimeoutError, withTimeout } from '../common/with-timeout.ts';
 
@@ -42,8 +42,7 @@ export function openOperator(config: Config, db: Db = createDb(config)): Operato
     },
     eventsQueue: () => (queue ??= createEventsQueue(config, connect())),
     async close() {
-      await queue?.close().catch(() => {});
-      redis?.disconnect();
+      if (redis) await closeQueues(queue ? [queue] : [], redis);
       await db.$disconnect();
     },
   };

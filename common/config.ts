@@ -14,11 +14,16 @@ interface Setting<T> {
 const int =
   (min: number, max = Number.MAX_SAFE_INTEGER): Parser<number> =>
   (raw) => {
-    const n = Number(raw);
+    // Digits only: an empty value (an unset `${VAR}` in compose, a blank line in .env) is not 0.
+    const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
     if (!Number.isInteger(n) || n < min || n > max) throw new Error(`must be an integer from ${min} to ${max}`);
     return n;
   };
 const text: Parser<string> = (raw) => raw;
+const nonEmpty: Parser<string> = (raw) => {
+  if (!raw.trim()) throw new Error('must not be empty');
+  return raw;
+};
 const url =
   (protocols: string[]): Parser<string> =>
   (raw) => {
@@ -29,6 +34,8 @@ const url =
       throw new Error('must be a URL');
     }
     if (!protocols.includes(parsed.protocol)) throw new Error(`must start with ${protocols.join(' or ')}//`);
+    // A socket directory in `?host=` (libpq's form) counts as a host.
+    if (!parsed.hostname && !parsed.searchParams.get('host')) throw new Error('must name a host');
     return raw;
   };
 const oneOf =
@@ -37,6 +44,10 @@ const oneOf =
     if (!values.includes(raw as T)) throw new Error(`must be one of ${values.join(', ')}`);
     return raw as T;
   };
+const bool: Parser<boolean> = (raw) => {
+  if (raw !== 'true' && raw !== 'false') throw new Error('must be true or false');
+  return raw === 'true';
+};
 
 const settings = {
   databaseUrl: {
@@ -52,9 +63,9 @@ const settings = {
     doc: 'Redis connection string (BullMQ queues, key-cache invalidation)',
     parse: url(['redis:', 'rediss:']),
   },
-  queuePrefix: { env: 'QUEUE_PREFIX', default: 'intake', doc: 'Redis key prefix of the BullMQ queues', parse: text },
+  queuePrefix: { env: 'QUEUE_PREFIX', default: 'intake', doc: 'Redis key prefix of the BullMQ queues', parse: nonEmpty },
   port: { env: 'PORT', default: '3000', doc: 'gateway HTTP port', parse: int(0, 65535) },
-  host: { env: 'HOST', default: '0.0.0.0', doc: 'gateway listen address', parse: text },
+  host: { env: 'HOST', default: '0.0.0.0', doc: 'listen address of the gateway and the dashboard', parse: nonEmpty },
   enqueueTimeoutMs: {
     env: 'ENQUEUE_TIMEOUT_MS',
     default: '2000',
@@ -85,6 +96,12 @@ const settings = {
     doc: 'raw Identify bodies beyond this many bytes are refused (the spec sets no Identify limit; this is a memory guard)',
     parse: int(65_536),
   },
+  maxInFlight: {
+    env: 'MAX_IN_FLIGHT',
+    default: '1000',
+    doc: 'Identify, Track and Profiles requests one gateway handles at once; beyond it a request is refused at once with 429 and Retry-After',
+    parse: int(1, 1_000_000),
+  },
   workerConcurrency: {
     env: 'WORKER_CONCURRENCY',
     default: '200',
@@ -92,6 +109,24 @@ const settings = {
     parse: int(1, 5000),
   },
   workerBatchMax: { env: 'WORKER_BATCH_MAX', default: '500', doc: 'most events one INSERT stores', parse: int(1, 10_000) },
+  workerMetricsPort: {
+    env: 'WORKER_METRICS_PORT',
+    default: '9100',
+    doc: 'a worker process serves GET /metrics and /healthz here (0: any free port); if the port is taken it runs without',
+    parse: int(0, 65535),
+  },
+  journeyGraceMs: {
+    env: 'JOURNEY_GRACE_MS',
+    default: '300',
+    doc: "journeys move on only up to this long before the oldest event still on its way (covers the gateway's enqueue and clock differences)",
+    parse: int(0, 60_000),
+  },
+  journeyTickMs: {
+    env: 'JOURNEY_TICK_MS',
+    default: '200',
+    doc: 'how often a worker looks for journey delays and waits that are due',
+    parse: int(10, 60_000),
+  },
   workerBatchWaitMs: {
     env: 'WORKER_BATCH_WAIT_MS',
     default: '5',
@@ -116,6 +151,29 @@ const settings = {
     default: '10000',
     doc: 'on SIGTERM, how long to wait for in-flight requests and jobs',
     parse: int(0, 600_000),
+  },
+  dashboardPort: { env: 'DASHBOARD_PORT', default: '3001', doc: 'queue dashboard (`intake dashboard`) HTTP port', parse: int(0, 65535) },
+  dashboardUser: {
+    env: 'DASHBOARD_USER',
+    default: 'admin',
+    doc: 'dashboard basic-auth user',
+    // Basic auth joins user and password with ':', so a user containing one could not be told apart.
+    parse: (raw) => {
+      if (!raw || raw.includes(':')) throw new Error("must be non-empty and contain no ':'");
+      return raw;
+    },
+  },
+  dashboardPassword: {
+    env: 'DASHBOARD_PASSWORD',
+    default: '',
+    doc: 'dashboard basic-auth password; when empty the dashboard is open to anyone who reaches its port (a warning is logged)',
+    parse: text,
+  },
+  dashboardReadOnly: {
+    env: 'DASHBOARD_READ_ONLY',
+    default: 'true',
+    doc: '`false` lets the dashboard retry, remove, add and pause jobs and queues; otherwise it only shows them',
+    parse: bool,
   },
   logLevel: { env: 'LOG_LEVEL', default: 'info', doc: 'pino log level', parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },
 } satisfies Record<string, Setting<unknown>>;

@@ -5,6 +5,8 @@ import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 
 export type Db = PrismaClient;
+/** The client inside `db.$transaction(async (tx) => …)`. */
+export type Tx = Parameters<Parameters<Db['$transaction']>[0]>[0];
 
 /** One client and one pool per process. */
 export function createDb(config: Pick<Config, 'databaseUrl' | 'databasePoolSize'>, log?: Logger): Db {

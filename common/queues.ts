@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
+import { toPgText } from './domain/pg-text.ts';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Config } from './config.ts';
 import type { Redis } from './redis.ts';
@@ -26,7 +27,9 @@ export interface EventJob {
  * hash. It only dedupes jobs still in Redis; the events table's unique key is the guarantee.
  */
 export function jobIdFor(environmentId: string, messageId: string): string {
-  return 'e' + createHash('sha256').update(environmentId).update('\0').update(messageId).digest('base64url').slice(0, 32);
+  // One-shot hash: a third of createHash()'s cost, on Track's hot path. The escaped form is
+  // well-formed UTF-16, so two IDs differing only in an unpaired surrogate do not collide.
+  return 'e' + hash('sha256', `${environmentId}\0${toPgText(messageId)}`, 'base64url').slice(0, 32);
 }
 
 export function eventJobOptions(config: Pick<Config, 'jobAttempts' | 'jobBackoffMs'>): JobsOptions {
@@ -74,4 +77,17 @@ export function createServiceEventsQueue(config: Pick<Config, 'queuePrefix' | 'j
     prefix: config.queuePrefix,
     defaultJobOptions: eventJobOptions(config),
   });
+}
+
+/**
+ * Close queues that share `connection`, and the connection. Closing a queue whose connection
+ * setup is still in flight strips its listeners, and BullMQ then reports the failed setup as an
+ * 'error' nobody hears, which ends the process. So the connection goes first, each queue's setup
+ * settles (a failure is expected now, and ignored), and only then are the queues closed.
+ */
+export async function closeQueues(queues: Queue[], connection: Redis): Promise<void> {
+  for (const queue of queues) queue.on('error', () => {});
+  connection.disconnect();
+  await Promise.all(queues.map((queue) => queue.waitUntilReady().catch(() => {})));
+  await Promise.all(queues.map((queue) => queue.close().catch(() => {})));
 }

@@ -11,3 +11,11 @@ export function withTimeout<T>(work: Promise<T>, ms: number, message: string): P
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** Whether a readiness probe succeeds within a second. */
+export function answersWithinASecond(probe: Promise<unknown>): Promise<boolean> {
+  return withTimeout(probe, 1000, 'no answer').then(
+    () => true,
+    () => false,
+  );
+}

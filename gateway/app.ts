@@ -1,20 +1,20 @@
 import Koa from 'koa';
 import type { Logger } from '../common/logger.ts';
 import { notFound } from './middleware/not-found.ts';
-import { requestLog } from './middleware/request-log.ts';
+import { requestLog, type ObserveRequest } from './middleware/request-log.ts';
 import { respondErrors } from './middleware/respond-errors.ts';
 import { createRouter, type GatewayDeps } from './routes.ts';
 import type { IngestState } from './state.ts';
 
 /**
- * requestLog → respondErrors → routes → notFound. `router.allowedMethods()` is not mounted:
+ * requestLog (and the request metrics) → respondErrors → routes → notFound. `router.allowedMethods()` is not mounted:
  * it would answer OPTIONS and 405, where the spec wants the plain-text 404 for both.
  */
-export function createApp(deps: GatewayDeps & { log: Logger }): Koa<IngestState> {
+export function createApp(deps: GatewayDeps & { log: Logger; observeRequest: ObserveRequest }): Koa<IngestState> {
   const app = new Koa<IngestState>({ proxy: false });
   // Errors are logged once, by respondErrors; Koa's default handler would print stacks to stderr.
   app.silent = true;
-  app.use(requestLog(deps.log));
+  app.use(requestLog(deps.log, deps.observeRequest));
   app.use(respondErrors(deps.log));
   app.use(createRouter(deps).routes());
   app.use(notFound);

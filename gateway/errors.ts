@@ -5,6 +5,8 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly body: Record<string, unknown>,
+    /** Response headers that belong to this error (Retry-After of the overload refusal). */
+    readonly headers?: Readonly<Record<string, string>>,
   ) {
     super(typeof body.error === 'string' ? body.error : `HTTP ${status}`);
   }
@@ -27,7 +29,11 @@ export const MESSAGES = {
   identifyInvalid: 'Invalid Identify call',
   timestampTooFarAhead: 'timestamp cannot be more than 5 minutes in the future',
   bodyTooLarge: 'Request body is too large',
+  tooManyRequests: 'Too many requests',
 } as const;
+
+/** Seconds a refused client is asked to wait (the spec's retry guidance adds backoff and jitter). */
+export const OVERLOAD_RETRY_AFTER_SECONDS = 1;
 
 /** The plain-text body of every unmatched path or method. */
 export const NOT_FOUND_TEXT = '404 Not Found';
@@ -50,3 +56,5 @@ export const identifyInvalid = (issues: IdentifyIssue[]) => new ApiError(400, { 
 export const bodyTooLarge = () => error(413, MESSAGES.bodyTooLarge);
 export const timestampTooFarAhead = () => error(400, MESSAGES.timestampTooFarAhead);
 export const messageIdConflict = (id: string) => error(409, `messageId ${id} was already used for a different call`);
+/** The gateway has MAX_IN_FLIGHT requests in hand: a temporary refusal the spec's retry guidance covers (429). */
+export const tooManyRequests = () => new ApiError(429, { error: MESSAGES.tooManyRequests }, { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS) });

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Registry } from 'prom-client';
 import type { Config } from '../common/config.ts';
 import type { Db } from '../common/db.ts';
+import type { Middleware } from 'koa';
 import type { Redis } from '../common/redis.ts';
 import type { AuthCache } from './auth-cache.ts';
 import type { EventBatcher } from './event-batcher.ts';
@@ -28,22 +29,27 @@ export interface GatewayDeps {
   batcher: EventBatcher;
   authCache: AuthCache;
   registry: Registry;
+  /** The in-flight bound (middleware/overload.ts), first in each API route's chain. */
+  overload: Middleware<IngestState>;
 }
 
-/** The route table: one named line per endpoint (the name is the log's `route`), its checks in product.md's order. */
+/**
+ * The route table: one named line per endpoint (the name is the log's and the metrics' `route`), its checks in
+ * product.md's order. The overload bound comes right after the route matched; health probes and /metrics skip it.
+ */
 export function createRouter(deps: GatewayDeps): Router<IngestState> {
   const { config } = deps;
   // strict: no trailing slash; sensitive: paths match exactly.
   const router = new Router<IngestState>({ strict: true, sensitive: true });
-  const ingest = [orgSlug, environmentHeader, apiKey(deps.authCache), environmentBinding];
+  const ingest = [deps.overload, orgSlug, environmentHeader, apiKey(deps.authCache), environmentBinding];
   const trackBody = jsonBody(config.trackRawBodyLimit, { tooLarge: trackTooLarge, notJson: invalidJson });
   const identifyBody = jsonBody(config.identifyBodyLimit, { tooLarge: bodyTooLarge, notJson: () => identifyInvalid(notJsonIssues()) });
 
   router.post('track', '/api/track/:orgSlug', ...ingest, trackBody, trackSize, validateTrack, track(deps));
   router.post('identify', '/api/identify/:orgSlug', ...ingest, identifyBody, validateIdentify, identify(deps));
   router.get('profiles', '/api/profiles/:orgSlug/:userId', getOnly, ...ingest, profiles(deps));
-  router.get('/healthz', healthz);
-  router.get('/readyz', readyz(deps));
-  router.get('/metrics', metrics(deps.registry));
+  router.get('healthz', '/healthz', healthz);
+  router.get('readyz', '/readyz', readyz(deps));
+  router.get('metrics', '/metrics', metrics(deps.registry));
   return router;
 }

@@ -1,14 +1,17 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Config } from '../common/config.ts';
+import { drain, listen } from '../common/listen.ts';
 import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
-import { authCacheChannels, createEventsQueue } from '../common/queues.ts';
+import { authCacheChannels, closeQueues, createEventsQueue } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
 import { createApp } from './app.ts';
 import { createAuthCache } from './auth-cache.ts';
+import { answerClientError } from './client-error.ts';
 import { createEventBatcher } from './event-batcher.ts';
+import { createGatewayMetrics } from './metrics/gateway-metrics.ts';
+import { createOverloadGuard } from './middleware/overload.ts';
 
 export interface Gateway {
   port: number;
@@ -25,20 +28,21 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
   const authCache = createAuthCache({ db, subscriber, publisher: redis, channels: authCacheChannels(config), ttlMs: config.keyCacheTtlMs, log });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const overload = createOverloadGuard(config.maxInFlight);
+  const metrics = createGatewayMetrics({ registry, eventsQueue, overload, queueScrapeTimeoutMs: 1000 });
 
-  const batcher = createEventBatcher(eventsQueue, { maxBatch: config.trackBatchMax, timeoutMs: config.enqueueTimeoutMs });
-  const app = createApp({ config, db, redis, batcher, authCache, registry, log });
-  const server = http.createServer(app.callback());
+  const batcher = createEventBatcher(eventsQueue, { maxBatch: config.trackBatchMax, timeoutMs: config.enqueueTimeoutMs, onBatch: metrics.observeBatch });
+  const app = createApp({ config, db, redis, batcher, authCache, registry, overload: overload.middleware, observeRequest: metrics.observeRequest, log });
+  // Node enforces the two timeouts below only when it sweeps connections (every 30 s by default),
+  // which would let a stalled client hold its connection for up to 40 s instead of 10.
+  const server = http.createServer({ connectionsCheckingInterval: 1000 }, app.callback());
+  server.on('clientError', answerClientError);
   // Slow or stalled clients cannot hold a connection (and its buffers) for long.
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   server.keepAliveTimeout = 65_000;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listen(server, config.port, config.host);
   log.info({ port }, 'gateway listening');
 
   let closing: Promise<void> | undefined;
@@ -46,17 +50,9 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
     port,
     close: () =>
       (closing ??= (async () => {
-        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-        // Keep-alive connections go idle as their last response is sent: close each then.
-        const sweep = setInterval(() => server.closeIdleConnections(), 50);
-        server.closeIdleConnections();
-        const deadline = new Promise<void>((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref());
-        await Promise.race([drained, deadline]);
-        clearInterval(sweep);
-        server.closeAllConnections();
+        await drain(server, config.shutdownTimeoutMs);
         await authCache.close();
-        await eventsQueue.close().catch(() => {});
-        redis.disconnect();
+        await closeQueues([eventsQueue], redis);
         log.info('gateway stopped');
       })()),
   };

@@ -2,9 +2,23 @@ import { Worker, type Job } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
-import { EVENTS_QUEUE, SERVICE_EVENTS_QUEUE, createServiceEventsQueue, type EventJob, type ServiceEventJob } from '../common/queues.ts';
+import {
+  EVENTS_QUEUE,
+  SERVICE_EVENTS_QUEUE,
+  closeQueues,
+  createEventsQueue,
+  createServiceEventsQueue,
+  type EventJob,
+  type ServiceEventJob,
+} from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
+import { answersWithinASecond } from '../common/with-timeout.ts';
+import { SERVICE_EVENTS } from '../common/store/outbox.ts';
+import { startJourneyTimers } from './journey-timers.ts';
+import { createWorkerMetrics, serveWorkerMetrics } from './metrics.ts';
+import { createJourneyEngine } from './journeys.ts';
 import { startOutboxRelay } from './outbox-relay.ts';
+import { createWatermark } from './watermark.ts';
 import { createEventPersister, persistEvent } from './persist-event.ts';
 
 export interface Workers {
@@ -14,12 +28,22 @@ export interface Workers {
 export async function startWorkers(deps: { config: Config; db: Db; log: Logger }): Promise<Workers> {
   const { config, db, log } = deps;
   const connection = createRedis(config, 'worker', log);
-  const persist = createEventPersister(db, { maxBatch: config.workerBatchMax, waitMs: config.workerBatchWaitMs });
+  const eventsQueue = createEventsQueue(config, connection);
+  const relayQueue = createServiceEventsQueue(config, connection);
+  for (const queue of [eventsQueue, relayQueue]) queue.on('error', (err) => log.warn({ err: err.message, queue: queue.name }, 'queue'));
+  const metrics = createWorkerMetrics({ [EVENTS_QUEUE]: eventsQueue, [SERVICE_EVENTS_QUEUE]: relayQueue });
+  const journeys = createJourneyEngine({ db, log, metrics, ...createWatermark(eventsQueue, config.journeyGraceMs) });
+  const persist = createEventPersister(db, journeys, {
+    maxBatch: config.workerBatchMax,
+    waitMs: config.workerBatchWaitMs,
+    onBatch: (n) => metrics.batchSize.observe(n),
+  });
   const events = new Worker<EventJob>(
     EVENTS_QUEUE,
     async (job) => {
       const started = performance.now();
       await persist(job.data);
+      metrics.events.inc({ outcome: 'stored' });
       log.info({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade + 1, ms: Math.round(performance.now() - started) }, 'event persisted');
     },
     {
@@ -40,6 +64,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
   async function onFailed(job: Job<EventJob> | undefined, err: Error) {
     if (!job) return;
     const final = job.attemptsMade >= (job.opts.attempts ?? 1) || err.name === 'UnrecoverableError';
+    metrics.events.inc({ outcome: final ? 'failed' : 'retried' });
     log.warn({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade, final, err: err.message }, 'event job failed');
     if (!final) return;
     await persistEvent(db, job.data, 'failed', err.message).catch((e: Error) =>
@@ -47,26 +72,32 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     );
   }
 
-  // Service events (profile_fields_changed, subscription_changed) relayed from the outbox.
-  // Journeys consume them; until a journey uses them they are only acknowledged.
+  // Service events relayed from the outbox: profile changes can start attribute-triggered
+  // journeys; consent changes are read when a send step runs, so they need nothing here.
   const serviceEvents = new Worker<ServiceEventJob>(
     SERVICE_EVENTS_QUEUE,
-    async (job) => log.debug({ queue: SERVICE_EVENTS_QUEUE, jobId: job.id, kind: job.data.kind }, 'service event'),
+    async (job) => {
+      if (job.data.kind === SERVICE_EVENTS.profileFieldsChanged) await journeys.handleProfileChange(job.data);
+      log.debug({ queue: SERVICE_EVENTS_QUEUE, jobId: job.id, kind: job.data.kind }, 'service event');
+    },
     { connection, prefix: config.queuePrefix, concurrency: config.workerConcurrency, lockDuration: config.workerLockMs },
   );
   serviceEvents.on('error', (err) => log.warn({ err: err.message }, 'service-events worker'));
-  const relayQueue = createServiceEventsQueue(config, connection);
-  relayQueue.on('error', (err) => log.warn({ err: err.message }, 'service-events queue'));
   const relay = startOutboxRelay({ config, db, queue: relayQueue, log });
+  const timers = startJourneyTimers({ engine: journeys, tickMs: config.journeyTickMs, log });
 
-  await events.waitUntilReady().catch(() => {});
-  log.info({ concurrency: config.workerConcurrency }, 'worker started');
+  const ready = async () => {
+    const [postgres, redis] = await Promise.all([answersWithinASecond(db.$queryRaw`SELECT 1`), answersWithinASecond(connection.ping())]);
+    return { postgres, redis };
+  };
+  const metricsServer = await serveWorkerMetrics(metrics.registry, { port: config.workerMetricsPort, host: config.host, log, ready });
+  await Promise.all([events.waitUntilReady(), serviceEvents.waitUntilReady()]).catch(() => {});
+  log.info({ concurrency: config.workerConcurrency, metricsPort: metricsServer.port }, 'worker started');
   return {
     async close() {
       await relay.close();
-      await Promise.all([events.close(), serviceEvents.close()]);
-      await relayQueue.close().catch(() => {});
-      connection.disconnect();
+      await Promise.all([events.close(), serviceEvents.close(), timers.close()]);
+      await Promise.all([closeQueues([relayQueue, eventsQueue], connection), metricsServer.close()]);
       log.info('worker stopped');
     },
   };

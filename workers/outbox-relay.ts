@@ -8,6 +8,7 @@ import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
 import type { ServiceEventJob } from '../common/queues.ts';
 import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow } from '../common/store/outbox.ts';
+import { startPollLoop } from '../common/poll-loop.ts';
 import { withTimeout } from '../common/with-timeout.ts';
 
 const BATCH = 500;
@@ -30,61 +31,53 @@ export function toServiceEventJob(row: OutboxRow): { name: string; data: Service
 export function startOutboxRelay(deps: { config: Config; db: Db; queue: Queue<ServiceEventJob>; log: Logger }): OutboxRelay {
   const { config, db, queue, log } = deps;
   let stopped = false;
-  let wake: (() => void) | null = null;
   let listener: pg.Client | null = null;
-
+  let retry: NodeJS.Timeout | undefined;
   // If the add lands after the timeout, the rows are relayed again and the jobIds dedupe them.
   const deliver = async (rows: OutboxRow[]) => {
     await withTimeout(queue.addBulk(rows.map(toServiceEventJob)), ADD_TIMEOUT_MS, 'queue unavailable');
   };
 
+  // One LISTEN connection, replaced a second after it is lost. `listener` is set before the
+  // connect so that close() also ends a connection still being opened.
   async function listen() {
+    const client = new pg.Client({ connectionString: config.databaseUrl, keepAlive: true });
+    listener = client;
+    let lost = false;
+    const onLost = () => {
+      if (lost) return;
+      lost = true;
+      if (listener === client) listener = null;
+      void client.end().catch(() => {});
+      if (!stopped) retry = setTimeout(listen, POLL_MS);
+    };
+    client.on('error', () => {});
+    client.on('end', onLost);
+    client.on('notification', () => loop.wake());
     try {
-      const client = new pg.Client({ connectionString: config.databaseUrl, keepAlive: true });
-      client.on('error', () => {});
-      client.on('end', () => {
-        listener = null;
-        if (!stopped) setTimeout(listen, POLL_MS);
-      });
-      client.on('notification', () => wake?.());
       await client.connect();
       await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
-      listener = client;
     } catch {
-      if (!stopped) setTimeout(listen, POLL_MS);
+      onLost();
     }
   }
 
-  async function loop() {
-    let failures = 0;
-    while (!stopped) {
-      try {
-        const moved = await relayOutbox(db, BATCH, deliver);
-        failures = 0;
-        if (moved) log.debug({ moved }, 'outbox relayed');
-        if (moved === BATCH) continue;
-      } catch (err) {
-        failures++;
-        if (failures === 1 || failures % 30 === 0) log.warn({ err: (err as Error).message }, 'outbox relay failed; retrying');
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, failures ? Math.min(POLL_MS * 2 ** failures, 10_000) : POLL_MS);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = null;
-    }
-  }
-
+  const loop = startPollLoop({
+    round: async () => {
+      const moved = await relayOutbox(db, BATCH, deliver);
+      if (moved) log.debug({ moved }, 'outbox relayed');
+      return moved === BATCH;
+    },
+    intervalMs: POLL_MS,
+    log,
+    what: 'outbox relay',
+  });
   void listen();
-  const running = loop();
   return {
     async close() {
       stopped = true;
-      wake?.();
-      await running;
+      clearTimeout(retry);
+      await loop.close();
       await listener?.end().catch(() => {});
     },
   };

@@ -5,6 +5,7 @@ import { createMicroBatch } from '../common/micro-batch.ts';
 import type { EventJob } from '../common/queues.ts';
 import { insertEventOnce, insertEventsOnce, type EventRow, type EventStatus } from '../common/store/events.ts';
 import type { TrackEvent } from '../common/validation/track.ts';
+import type { JourneyEngine } from './journeys.ts';
 
 /** The row for a job: the event as accepted, with the journey size limits evaluated. */
 export function toEventRow(job: EventJob, status: EventStatus = 'processed', error: string | null = null): EventRow {
@@ -42,28 +43,43 @@ export async function persistEvent(db: Db, job: EventJob, status: EventStatus = 
 
 /**
  * The events processor's store: rows of jobs processed at the same time go to PostgreSQL in
- * one multi-row INSERT, and each job completes only after its row is committed. If a batch
- * fails while PostgreSQL answers, its rows are retried one by one so that one bad row
- * fails alone; if PostgreSQL is away, every job of the batch fails and BullMQ retries it.
+ * one multi-row INSERT, then through the journey engine, and each job completes only after
+ * both are committed. If a batch fails while PostgreSQL answers, its rows are retried one by
+ * one so that one bad row fails alone; if PostgreSQL is away, every job of the batch fails and
+ * BullMQ retries it (storing is then a no-op and the engine picks up where it stopped).
  */
-export function createEventPersister(db: Db, options: { maxBatch: number; waitMs: number }) {
+export function createEventPersister(
+  db: Db,
+  journeys: Pick<JourneyEngine, 'handleEvents'>,
+  options: { maxBatch: number; waitMs: number; onBatch?: (size: number) => void },
+) {
   const batch = createMicroBatch<EventRow>(async (rows) => {
-    try {
-      await insertEventsOnce(db, rows);
-      return;
-    } catch (err) {
-      if (rows.length === 1 || !(await answers(db))) throw err;
-    }
-    return Promise.all(
-      rows.map((row) =>
-        insertEventOnce(db, row).then(
-          () => null,
-          (err: Error) => err,
-        ),
-      ),
-    );
+    options.onBatch?.(rows.length);
+    const stored = await store(db, rows);
+    const ok = rows.filter((_, i) => stored[i] === null);
+    const handled = await journeys.handleEvents(ok);
+    let k = 0;
+    return stored.map((err) => err ?? handled[k++]);
   }, options);
   return (job: EventJob) => batch.add(toEventRow(job));
+}
+
+/** One outcome per row: null when stored (now or before). */
+async function store(db: Db, rows: EventRow[]): Promise<(Error | null)[]> {
+  try {
+    await insertEventsOnce(db, rows);
+    return rows.map(() => null);
+  } catch (err) {
+    if (rows.length === 1 || !(await answers(db))) throw err;
+  }
+  return Promise.all(
+    rows.map((row) =>
+      insertEventOnce(db, row).then(
+        () => null,
+        (err: Error) => err,
+      ),
+    ),
+  );
 }
 
 async function answers(db: Db): Promise<boolean> {

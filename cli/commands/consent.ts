@@ -1,6 +1,5 @@
 import { isGrantedAt, normalizeAddress } from '../../common/domain/consent.ts';
-import { toPgText } from '../../common/domain/pg-text.ts';
-import { fromRow } from '../../common/store/profiles.ts';
+import { findDecision } from '../../common/store/profiles.ts';
 import { readArgs } from '../args.ts';
 import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
 
@@ -20,10 +19,7 @@ export async function consentGet(deps: OperatorDeps, argv: string[]) {
   const address = normalizeAddress(channel, rawAddress);
   if (!address) throw new OperatorError('address is empty');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
-  const row = await deps.db.consentDecision.findUnique({
-    where: { environmentId_channel_purpose_address: { environmentId: env.id, channel, purpose, address: toPgText(address) } },
-  });
-  if (!row) return null;
-  const decision = fromRow(row);
-  return { address, ...decision, granted: isGrantedAt(decision, Date.now()), updatedAt: row.updatedAt.getTime() };
+  const decision = await findDecision(deps.db, env.id, channel, purpose, address);
+  if (!decision) return null;
+  return { address, ...decision, granted: isGrantedAt(decision, Date.now()) };
 }

@@ -1,5 +1,6 @@
 import { jobIdFor } from '../../common/queues.ts';
 import { eventNames, findEvent } from '../../common/store/events.ts';
+import { journeyActivity } from '../../common/store/journeys.ts';
 import { readArgs } from '../args.ts';
 import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
 
@@ -43,4 +44,38 @@ function parsePayload(payload: string): unknown {
   } catch {
     return payload;
   }
+}
+
+/**
+ * events activity <org-slug> [--env <path-value>] [--limit 100]: the activity list, newest
+ * first: events whose name a published journey uses, stored or still queued (`pending`).
+ */
+export async function eventsActivity(deps: OperatorDeps, argv: string[]) {
+  const {
+    positionals: [orgSlug],
+    values,
+  } = readArgs(argv, { env: 'string', limit: 'string' }, ['org-slug']);
+  const limit = Number(values.limit ?? '100');
+  if (!Number.isInteger(limit) || limit <= 0 || limit > 10_000) throw new OperatorError('--limit must be a whole number from 1 to 10000');
+  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  const { names, items } = await journeyActivity(deps.db, env.id, limit);
+  if (!names.length) return [];
+  const used = new Set(names);
+  const stored = new Set(items.map((i) => i.messageId));
+  const pending = [];
+  for (const job of await deps.eventsQueue().getJobs(['waiting', 'active', 'delayed', 'prioritized'], 0, limit - 1)) {
+    if (!job || job.data.environmentId !== env.id) continue;
+    const event = parsePayload(job.data.payload) as { event?: unknown; userId?: unknown; anonymousId?: unknown };
+    if (typeof event?.event !== 'string' || !used.has(event.event) || stored.has(job.data.messageId)) continue;
+    pending.push({
+      event: event.event,
+      messageId: job.data.messageId,
+      userId: typeof event.userId === 'string' ? event.userId : null,
+      anonymousId: typeof event.anonymousId === 'string' ? event.anonymousId : null,
+      source: 'track-api' as const,
+      status: 'pending',
+      receivedAt: job.data.receivedAt,
+    });
+  }
+  return [...pending, ...items].sort((a, b) => b.receivedAt - a.receivedAt).slice(0, limit);
 }

@@ -1,5 +1,5 @@
 // API keys: generation, hashing for storage, and reading them from request headers.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export const KEY_PREFIX = 'itk_';
 
@@ -24,7 +24,7 @@ export function generateApiKey(): string {
 
 // Only the hash is stored; keys are random enough that no salt is needed.
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 // Shown in key management in place of the key.

@@ -25,7 +25,7 @@ export const FUTURE_TOLERANCE_MS = 5 * 60_000;
  * time; a `consentedAt` more than 5 minutes ahead of `now` is replaced by it.
  */
 export function toDecision(input: ConsentDecisionInput, callTime: number, now: number): Decision {
-  const decidedAt = input.consentedAt !== null && input.consentedAt <= now + FUTURE_TOLERANCE_MS ? input.consentedAt : callTime;
+  const decidedAt = input.consentedAt !== null && input.consentedAt <= now + FUTURE_TOLERANCE_MS ? clampTime(input.consentedAt) : callTime;
   return {
     channel: input.channel,
     purpose: input.purpose,
@@ -34,8 +34,14 @@ export function toDecision(input: ConsentDecisionInput, callTime: number, now: n
     source: input.source,
     proofRef: input.proofRef,
     decidedAt,
-    expiresAt: expiryOf(input.status, input.basis, decidedAt, input.expiresAt),
+    expiresAt: expiryOf(input.status, input.basis, decidedAt, input.expiresAt === null ? null : clampTime(input.expiresAt)),
   };
+}
+
+/** The spec asks only for integers; beyond the range of a date a time means "as far as time goes" (kept inside it, with room for the implied expiry months). */
+export const MAX_TIME_MS = 8.6e15;
+function clampTime(ms: number): number {
+  return Math.max(-MAX_TIME_MS, Math.min(MAX_TIME_MS, ms));
 }
 
 /** Implied consent lapses: 2 years (transaction), 6 months (inquiry), or an earlier expiresAt sent. */

@@ -1,3 +1,5 @@
+import { isPlainText } from './pg-text.ts';
+
 // Joining by email only happens on something that looks like a real address: placeholders
 // such as `unknown`, `N/A`, blanks or anything without a domain never join, and neither do
 // shared no-reply mailboxes (joining on them would merge unrelated people).
@@ -6,7 +8,7 @@ const PLACEHOLDER_LOCAL = new Set(['unknown', 'none', 'null', 'n/a', 'na', 'noem
 
 /** The normalized address when `value` may join profiles, else null. */
 export function joinableEmail(value: unknown): string | null {
-  if (typeof value !== 'string') return null;
+  if (typeof value !== 'string' || !isPlainText(value)) return null;
   const address = value.trim().toLowerCase();
   if (!ADDRESS.test(address)) return null;
   return PLACEHOLDER_LOCAL.has(address.slice(0, address.lastIndexOf('@'))) ? null : address;

@@ -1,15 +1,10 @@
 // Transactional outbox. Identify writes its service events here in the same transaction as
 // the profile change; workers/outbox-relay.ts moves them to the service-events queue. A
 // Redis outage therefore delays a service event but can never lose it.
-import type { Db } from '../db.ts';
+import type { Db, Tx } from '../db.ts';
 import { serializeEvent } from '../domain/stored-event.ts';
 
-type Tx = Parameters<Parameters<Db['$transaction']>[0]>[0];
-
-export const SERVICE_EVENTS = {
-  profileFieldsChanged: 'profile_fields_changed',
-  subscriptionChanged: 'subscription_changed',
-} as const;
+export { SERVICE_EVENTS } from '../domain/service-events.ts';
 
 /** NOTIFY channel that wakes the relay as soon as a transaction with outbox rows commits. */
 export const OUTBOX_CHANNEL = 'intake_outbox';

@@ -3,17 +3,15 @@
 // (trait merge, consent resolution) applied, and the service events written to the outbox
 // in the same transaction as the change.
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../db.ts';
+import type { Db, Tx } from '../db.ts';
 import { addressAsOf, addressFromTraits, normalizeAddress, supersedes, toDecision, type Decision } from '../domain/consent.ts';
 import { joinableEmail } from '../domain/email.ts';
 import { jsonEqual } from '../domain/json-equal.ts';
-import { toPgText } from '../domain/pg-text.ts';
+import { fromPgText, isPlainText, toPgText } from '../domain/pg-text.ts';
 import { serializeEvent } from '../domain/stored-event.ts';
 import { mergeTraits, type TraitState } from '../domain/trait-merge.ts';
 import type { IdentifyInput } from '../validation/identify.ts';
 import { OUTBOX_CHANNEL, SERVICE_EVENTS, writeOutbox } from './outbox.ts';
-
-type Tx = Parameters<Parameters<Db['$transaction']>[0]>[0];
 
 export interface IdentifyEnvironment {
   id: string;
@@ -30,6 +28,7 @@ interface ProfileRow {
 }
 
 const TRANSACTION = { maxWait: 10_000, timeout: 20_000 };
+const LONE_SURROGATE_ESCAPE = /\\ud[89a-f]/i;
 
 export async function applyIdentify(db: Db, env: IdentifyEnvironment, input: IdentifyInput, receivedAt: number, now = Date.now()): Promise<IdentifyResult> {
   const messageId = input.messageId ?? randomUUID();
@@ -38,9 +37,11 @@ export async function applyIdentify(db: Db, env: IdentifyEnvironment, input: Ide
   if (
     input.consent.length === 0 &&
     !env.features.includes('join-by-email') &&
+    // jsonb holds neither U+0000 nor an unpaired surrogate (JSON.stringify writes both as \u escapes).
     !traitsText.includes('\\u0000') &&
-    !input.userId.includes('\0') &&
-    !messageId.includes('\0')
+    !LONE_SURROGATE_ESCAPE.test(traitsText) &&
+    isPlainText(input.userId) &&
+    isPlainText(messageId)
   ) {
     const kind = await applyTraitsOnly(db, env.id, input, messageId, callTime, traitsText);
     if (kind !== 'slow') return { kind, messageId };
@@ -74,8 +75,11 @@ async function applyTraitsOnly(
         ${joinableEmail(input.traits.email)}, ${JSON.stringify(claims)}::jsonb, ${OUTBOX_CHANNEL}) AS kind`;
     return rows[0].kind;
   } catch (err) {
-    // 54001: stack depth exceeded (traits nested deeper than jsonb parses): text storage copes.
-    if (JSON.stringify(err).includes('54001') || /stack depth/i.test(String((err as Error).message))) return 'slow';
+    // jsonb cannot hold what text storage copes with: 54001, traits nested deeper than jsonb
+    // parses; 22P02, a stored profile written by the transaction with a value jsonb refuses
+    // (an unpaired surrogate). The function wrote nothing; the transaction path takes the call.
+    const text = JSON.stringify(err) + String((err as Error).message);
+    if (/54001|22P02|stack depth|invalid input syntax for type json/i.test(text)) return 'slow';
     throw err;
   }
 }
@@ -91,13 +95,14 @@ async function applyInTransaction(
 ): Promise<IdentifyResult> {
   const userKey = toPgText(input.userId);
   return db.$transaction(async (tx) => {
+    // Every call for one user runs one at a time; the profile row lock covers calls for other
+    // user IDs joined to the same profile. Locks are taken in intake_identify()'s order (user,
+    // profile, messageId): two calls on the two paths must never wait on each other in a cycle.
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`user:${env.id}:${userKey}`}, 0))`;
+    let profile = await lockProfileOf(tx, env.id, userKey);
     const replay = await claimMessageId(tx, env.id, messageId, userKey, input, traitsText);
     if (replay) return { kind: replay, messageId };
 
-    // Every call for one user runs one at a time; the profile row lock below covers calls
-    // for other user IDs joined to the same profile.
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`user:${env.id}:${userKey}`}, 0))`;
-    let profile = await lockProfileOf(tx, env.id, userKey);
     const joinEmail = env.features.includes('join-by-email') ? joinableEmail(input.traits.email) : null;
     if (joinEmail) profile = await joinByEmail(tx, env.id, userKey, profile, joinEmail);
     if (!profile) profile = await createProfile(tx, env.id, userKey, callTime);
@@ -234,7 +239,7 @@ async function resolveConsent(tx: Tx, envId: string, profileId: string, input: I
     if (address) candidates.push({ decision, address });
   }
   // One lock per address and channel/purpose, always taken in the same order (no deadlocks).
-  const keyOf = (c: (typeof candidates)[number]) => `consent:${envId}:${c.decision.channel}:${c.decision.purpose}:${c.address}`;
+  const keyOf = (c: (typeof candidates)[number]) => `consent:${envId}:${c.decision.channel}:${c.decision.purpose}:${toPgText(c.address)}`;
   candidates.sort((x, y) => (keyOf(x) < keyOf(y) ? -1 : keyOf(x) > keyOf(y) ? 1 : 0));
   for (const c of candidates) {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${keyOf(c)}, 0))`;
@@ -242,14 +247,13 @@ async function resolveConsent(tx: Tx, envId: string, profileId: string, input: I
     const where = {
       environmentId_channel_purpose_address: { environmentId: envId, channel: decision.channel, purpose: decision.purpose, address: toPgText(address) },
     };
-    const row = await tx.consentDecision.findUnique({ where });
-    const existing = row ? fromRow(row) : null;
+    const existing = await findDecision(tx, envId, decision.channel, decision.purpose, address);
     if (!supersedes(decision, existing)) continue;
     const data = {
       status: decision.status,
       basis: decision.basis,
-      source: decision.source,
-      proofRef: decision.proofRef,
+      source: toPgText(decision.source),
+      proofRef: decision.proofRef === null ? null : toPgText(decision.proofRef),
       decidedAt: BigInt(decision.decidedAt),
       expiresAt: decision.expiresAt === null ? null : BigInt(decision.expiresAt),
     };
@@ -277,6 +281,20 @@ async function storedAddressAsOf(tx: Tx, profileId: string, decision: Decision):
   );
 }
 
+/** The stored decision for an address (normalized) and channel/purpose, or null. */
+export async function findDecision(
+  client: Pick<Tx, 'consentDecision'>,
+  environmentId: string,
+  channel: Decision['channel'],
+  purpose: Decision['purpose'],
+  address: string,
+): Promise<(Decision & { updatedAt: number }) | null> {
+  const row = await client.consentDecision.findUnique({
+    where: { environmentId_channel_purpose_address: { environmentId, channel, purpose, address: toPgText(address) } },
+  });
+  return row ? { ...fromRow(row), updatedAt: row.updatedAt.getTime() } : null;
+}
+
 export function fromRow(row: {
   channel: string;
   purpose: string;
@@ -292,8 +310,8 @@ export function fromRow(row: {
     purpose: row.purpose as Decision['purpose'],
     status: row.status as Decision['status'],
     basis: row.basis,
-    source: row.source,
-    proofRef: row.proofRef,
+    source: fromPgText(row.source),
+    proofRef: row.proofRef === null ? null : fromPgText(row.proofRef),
     decidedAt: Number(row.decidedAt),
     expiresAt: row.expiresAt === null ? null : Number(row.expiresAt),
   };

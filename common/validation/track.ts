@@ -1,5 +1,6 @@
 // Track body validation. Reports only the first problem, in the spec's field
 // order, with zod-style messages (the API's 400 texts are zod's wording).
+import { SERVICE_EVENTS } from '../domain/service-events.ts';
 import { parseTimestamp } from './timestamp.ts';
 import { messagesFor, receivedType, type JsonType } from './received-type.ts';
 
@@ -28,7 +29,7 @@ export const TRACK_MESSAGES = {
   expectedObject: messagesFor('object'),
 } as const;
 
-export const RESERVED_EVENT_NAMES: ReadonlySet<string> = new Set(['profile_fields_changed', 'subscription_changed']);
+export const RESERVED_EVENT_NAMES: ReadonlySet<string> = new Set(Object.values(SERVICE_EVENTS));
 
 const NON_WHITESPACE_RE = /\S/;
 

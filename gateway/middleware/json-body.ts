@@ -36,7 +36,8 @@ export function jsonBody(limitBytes: number, errors: BodyErrors): Middleware<Ing
   return async function jsonBody(ctx, next) {
     await parse(ctx, async () => {
       const body = ctx.request.body;
-      if (body === '' || body === undefined) throw errors.notJson();
+      // An empty body parses to '' as well; the JSON text `""` is a string, and validation names it so.
+      if (body === undefined || ctx.request.rawBody === '') throw errors.notJson();
       ctx.state.body = body;
       await next();
     });

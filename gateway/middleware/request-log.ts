@@ -3,8 +3,15 @@ import type { Middleware } from 'koa';
 import type { Logger } from '../../common/logger.ts';
 import { routeName, type IngestState } from '../state.ts';
 
-/** Outermost: stamps the receipt time and request id, and logs one line with the final status. */
-export function requestLog(log: Logger): Middleware<IngestState> {
+/** Called once per answered request with its route name (`unmatched` for the plain-text 404), status and latency. */
+export type ObserveRequest = (route: string, status: number, seconds: number) => void;
+
+/**
+ * Outermost: stamps the receipt time and request id, and logs one line with the final status.
+ * The same measurement feeds the request metrics (one layer and one clock read fewer than a
+ * middleware of their own on Track's hot path).
+ */
+export function requestLog(log: Logger, observe: ObserveRequest): Middleware<IngestState> {
   return async function requestLog(ctx, next) {
     const started = performance.now();
     ctx.state.receivedAt = Date.now();
@@ -13,12 +20,15 @@ export function requestLog(log: Logger): Middleware<IngestState> {
     try {
       await next();
     } finally {
+      const ms = performance.now() - started;
+      const route = routeName(ctx);
+      observe(route ?? 'unmatched', ctx.status, ms / 1000);
       log.info({
         requestId: ctx.state.requestId,
         method: ctx.method,
-        route: routeName(ctx),
+        route,
         status: ctx.status,
-        ms: Math.round((performance.now() - started) * 100) / 100,
+        ms: Math.round(ms * 100) / 100,
       });
     }
   };

@@ -15,6 +15,7 @@ export function respondErrors(log: Logger): Middleware<IngestState> {
       }
       const response = known ?? internal();
       ctx.status = response.status;
+      if (response.headers) ctx.set(response.headers);
       ctx.body = response.body;
     }
   };

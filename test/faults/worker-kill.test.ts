@@ -1,6 +1,11 @@
 // A worker process SIGKILLed in the middle of a backlog: its jobs return to the queue once
-// their locks lapse, a second worker finishes them, and every event is stored exactly once.
+// their locks lapse, a second worker finishes them, and every event is stored exactly once
+// and starts its journey exactly once.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import test from 'ava';
+import { journeyCreate, journeyPublish, journeyStatsCommand } from '../../cli/commands/journey.ts';
 import { storedTrackPayload } from '../../common/domain/track-payload.ts';
 import { jobIdFor, type EventJob } from '../../common/queues.ts';
 import { checkTrack } from '../../common/validation/track.ts';
@@ -31,12 +36,17 @@ const N = 2000;
 test('a worker killed mid-batch loses and doubles nothing', async (t) => {
   const tenant = await newTenant(h);
   const queue = h.operator.eventsQueue();
+  // Every `Even` event starts a journey for its own user: each must start exactly once.
+  const file = path.join(await mkdtemp(path.join(tmpdir(), 'intake-kill-')), 'journey.json');
+  await writeFile(file, JSON.stringify({ name: 'kill', entry: { event: 'Even' }, steps: [{ send: { channel: 'email', template: 'hi' } }] }));
+  const journey = await journeyCreate(h.operator, [tenant.slug, '--file', file]);
+  await journeyPublish(h.operator, [tenant.slug, journey.id]);
 
   // The backlog, shaped exactly as gateway/handlers/track.ts enqueues it.
   const ids: string[] = [];
   const jobs: { name: string; data: EventJob; opts: { jobId: string } }[] = [];
   for (let i = 0; i < N; i++) {
-    const body = trackBody({ messageId: `kill-${i}-${Date.now()}`, event: i % 2 ? 'Odd' : 'Even', properties: { i } });
+    const body = trackBody({ messageId: `kill-${i}-${Date.now()}`, userId: `user-${i}`, event: i % 2 ? 'Odd' : 'Even', properties: { i } });
     const checked = checkTrack(body);
     if (!checked.ok) throw new Error(checked.message);
     ids.push(checked.event.messageId);
@@ -92,6 +102,11 @@ test('a worker killed mid-batch loses and doubles nothing', async (t) => {
   t.deepEqual(perId.map((r) => r.messageId).sort(), [...ids].sort());
   t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId, status: { not: 'processed' } } }), 0);
   t.deepEqual(await queue.getJobCounts('completed', 'failed'), { completed: N, failed: 0 });
+
+  t.deepEqual(await journeyStatsCommand(h.operator, [tenant.slug, journey.id]), { entered: N / 2, active: 0, completed: N / 2, exited: 0, converted: 0 });
+  const sends = await h.db.journeyMessage.groupBy({ by: ['runId'], where: { journeyId: journey.id }, _count: { _all: true } });
+  t.is(sends.length, N / 2);
+  t.true(sends.every((r) => r._count._all === 1));
 
   // The kill really interrupted jobs: the ones it held were recovered as stalled.
   const completed = await queue.getJobs(['completed'], 0, N);

@@ -11,12 +11,13 @@ import type { Harness } from './services.ts';
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/intake.js');
 
 export async function gatewayInProcess(h: Harness) {
-  const gateway = await startGateway({ config: h.config, db: h.db, log: createLogger('silent', 'test-gateway') });
+  // TEST_LOG_LEVEL=error (say) shows what in-process gateways and workers log while debugging a test.
+  const gateway = await startGateway({ config: h.config, db: h.db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'test-gateway') });
   return { url: `http://127.0.0.1:${gateway.port}`, close: () => gateway.close() };
 }
 
 export async function workerInProcess(h: Harness) {
-  return startWorkers({ config: h.config, db: h.db, log: createLogger('silent', 'test-worker') });
+  return startWorkers({ config: h.config, db: h.db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'test-worker') });
 }
 
 export interface Child {

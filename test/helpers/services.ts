@@ -20,6 +20,7 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     QUEUE_PREFIX: `test-${randomBytes(6).toString('hex')}`,
     LOG_LEVEL: 'silent',
     PORT: '0',
+    WORKER_METRICS_PORT: '0',
     HOST: '127.0.0.1',
     DATABASE_POOL_SIZE: '4',
     ...overrides,
@@ -28,6 +29,17 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
 
 export function testConfig(env: Record<string, string> = testEnv()): Config {
   return loadConfig({ ...process.env, ...env });
+}
+
+/**
+ * A migrated database of the test file's own, for what is global per database rather than per
+ * queue prefix (the outbox, journey timers): no other file's worker may touch its rows.
+ */
+export async function ownDatabase(suffix: string): Promise<string> {
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `${url.pathname}_${suffix}`;
+  await migrate(url.toString());
+  return url.toString();
 }
 
 let migrated: Promise<unknown> | undefined;

@@ -1,5 +1,15 @@
 import test from 'ava';
-import { addUtcMonths, addressAsOf, addressFromTraits, expiryOf, isGrantedAt, supersedes, toDecision, type Decision } from '../../common/domain/consent.ts';
+import {
+  addUtcMonths,
+  addressAsOf,
+  addressFromTraits,
+  expiryOf,
+  isGrantedAt,
+  supersedes,
+  toDecision,
+  MAX_TIME_MS,
+  type Decision,
+} from '../../common/domain/consent.ts';
 import type { ConsentDecisionInput } from '../../common/validation/identify.ts';
 
 const input = (over: Partial<ConsentDecisionInput> = {}): ConsentDecisionInput => ({
@@ -105,4 +115,12 @@ test('address as of a time: the latest claim at or before it; none before the fi
 test('addUtcMonths clamps the day', (t) => {
   t.is(addUtcMonths(Date.UTC(2025, 0, 31), 1), Date.UTC(2025, 1, 28));
   t.is(addUtcMonths(Date.UTC(2025, 4, 15, 12), 6), Date.UTC(2025, 10, 15, 12));
+});
+
+test('times beyond what a date holds are kept inside it (bigint columns, date arithmetic)', (t) => {
+  const input = { channel: 'email', purpose: 'marketing', status: 'granted', basis: 'implied_inquiry', source: 'api', proofRef: null } as const;
+  const far = toDecision({ ...input, consentedAt: -1e20, expiresAt: 1e20 }, 1000, 2000);
+  t.is(far.decidedAt, -MAX_TIME_MS);
+  t.true(Number.isFinite(far.expiresAt!));
+  t.is(toDecision({ ...input, basis: 'consent', consentedAt: null, expiresAt: 1e20 }, 1000, 2000).expiresAt, MAX_TIME_MS);
 });

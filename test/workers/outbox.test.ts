@@ -7,7 +7,6 @@
 // queue (and this file's worker theirs), so rows must be invisible to other files' workers.
 import test, { type ExecutionContext } from 'ava';
 import type { Queue } from 'bullmq';
-import { migrate } from '../../common/migrate.ts';
 import { createServiceEventsQueue, type ServiceEventJob } from '../../common/queues.ts';
 import { createRedis } from '../../common/redis.ts';
 import { SERVICE_EVENTS } from '../../common/store/outbox.ts';
@@ -15,13 +14,9 @@ import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, type Reply } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
 import { startProxy } from '../helpers/proxy.ts';
-import { newTenant, openHarness, TEST_DATABASE_URL, TEST_REDIS_URL, type Harness, type Tenant } from '../helpers/services.ts';
+import { type Harness, newTenant, openHarness, ownDatabase, type Tenant, TEST_REDIS_URL } from '../helpers/services.ts';
 
-const OUTBOX_DATABASE_URL = (() => {
-  const url = new URL(TEST_DATABASE_URL);
-  url.pathname = `${url.pathname}_outbox`;
-  return url.toString();
-})();
+let OUTBOX_DATABASE_URL: string;
 const REDIS_PORT = Number(new URL(TEST_REDIS_URL).port || 6379);
 const BASE = Date.parse('2024-05-01T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -30,7 +25,7 @@ let h: Harness;
 let gateway: { url: string; close(): Promise<void> };
 
 test.before(async () => {
-  await migrate(OUTBOX_DATABASE_URL);
+  OUTBOX_DATABASE_URL = await ownDatabase('outbox');
   h = await openHarness({ DATABASE_URL: OUTBOX_DATABASE_URL });
   gateway = await gatewayInProcess(h);
 });

@@ -1,0 +1,74 @@
+import { readFile } from 'node:fs/promises';
+import { parseJourneyDefinition } from '../../common/domain/journey-definition.ts';
+import { listRuns } from '../../common/store/journey-runs.ts';
+import { createJourney, findJourney, journeyStats, listJourneys, publishJourney } from '../../common/store/journeys.ts';
+import { readArgs } from '../args.ts';
+import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
+
+/** journey create <org-slug> --file <journey.json> [--env <path-value>]: the journey, unpublished. */
+export async function journeyCreate(deps: OperatorDeps, argv: string[]) {
+  const {
+    positionals: [orgSlug],
+    values,
+  } = readArgs(argv, { file: 'string', env: 'string' }, ['org-slug']);
+  if (!values.file) throw new OperatorError('--file <journey.json> is required');
+  let text: string;
+  try {
+    text = await readFile(values.file, 'utf8');
+  } catch (err) {
+    throw new OperatorError(`cannot read ${values.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  let input: unknown;
+  try {
+    input = JSON.parse(text);
+  } catch (err) {
+    throw new OperatorError(`invalid journey: ${values.file} is not JSON (${(err as Error).message})`);
+  }
+  const parsed = parseJourneyDefinition(input);
+  if (!parsed.ok) throw new OperatorError(`invalid journey: ${parsed.errors.join('; ')}`);
+  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  return createJourney(deps.db, env.id, parsed.value);
+}
+
+/** journey publish <org-slug> <journey-id> [--env <path-value>]: the journey with publishedAt (set once). */
+export async function journeyPublish(deps: OperatorDeps, argv: string[]) {
+  const { env, id } = await journeyArgs(deps, argv);
+  const journey = await publishJourney(deps.db, env.id, id, new Date());
+  if (!journey) throw noJourney(id, env.pathValue);
+  return journey;
+}
+
+/** journey list <org-slug> [--env <path-value>]: every journey of the environment, oldest first. */
+export async function journeyList(deps: OperatorDeps, argv: string[]) {
+  const {
+    positionals: [orgSlug],
+    values,
+  } = readArgs(argv, { env: 'string' }, ['org-slug']);
+  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  return listJourneys(deps.db, env.id);
+}
+
+/** journey stats <org-slug> <journey-id> [--env <path-value>]: {entered, active, completed, exited, converted}. */
+export async function journeyStatsCommand(deps: OperatorDeps, argv: string[]) {
+  const { env, id } = await journeyArgs(deps, argv);
+  if (!(await findJourney(deps.db, env.id, id))) throw noJourney(id, env.pathValue);
+  return journeyStats(deps.db, id);
+}
+
+/** journey runs <org-slug> <journey-id> [--user <userId>] [--env <path-value>]: each run with its step and what its sends did. */
+export async function journeyRuns(deps: OperatorDeps, argv: string[]) {
+  const { env, id, values } = await journeyArgs(deps, argv, { user: 'string' });
+  if (!(await findJourney(deps.db, env.id, id))) throw noJourney(id, env.pathValue);
+  return listRuns(deps.db, id, values.user);
+}
+
+async function journeyArgs(deps: OperatorDeps, argv: string[], extra: Record<string, 'string'> = {}) {
+  const {
+    positionals: [orgSlug, id],
+    values,
+  } = readArgs(argv, { env: 'string', ...extra }, ['org-slug', 'journey-id']);
+  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  return { env, id, values };
+}
+
+const noJourney = (id: string, pathValue: string) => new OperatorError(`no journey ${id} in ${pathValue}`);

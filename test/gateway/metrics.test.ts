@@ -1,0 +1,122 @@
+// GET /metrics of the gateway: request counts and latencies by route name and status, Track's
+// group-commit batch sizes, the events queue's depths (read at scrape time, left out rather
+// than hanging when Redis does not answer), in-flight requests and overload refusals.
+import test from 'ava';
+import { METRIC_NAMES } from '../../gateway/metrics/gateway-metrics.ts';
+import { request, trackBody } from '../helpers/http.ts';
+import { gatewayInProcess } from '../helpers/processes.ts';
+import { startFreezableProxy } from '../helpers/proxy.ts';
+import { newTenant, openHarness, TEST_REDIS_URL } from '../helpers/services.ts';
+
+const REDIS_PORT = Number(new URL(TEST_REDIS_URL).port || 6379);
+
+/** `name{labels} value` lines of the Prometheus text format, labels as written. */
+function samples(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(\{.*\})? (\S+)$/.exec(line);
+    if (m) out.set(m[1] + (m[2] ?? ''), Number(m[3]));
+  }
+  return out;
+}
+
+const series = (name: string, labels: Record<string, string | number> = {}) => {
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  return parts.length ? `${name}{${parts.join(',')}}` : name;
+};
+
+test('after a few requests the metrics have the right counters, labels and values', async (t) => {
+  const h = await openHarness();
+  t.teardown(() => h.close());
+  const gateway = await gatewayInProcess(h);
+  t.teardown(() => gateway.close());
+  const tenant = await newTenant(h);
+  const auth = { 'x-api-key': tenant.key };
+
+  for (let i = 0; i < 3; i++) t.is((await request(gateway.url, `/api/track/${tenant.slug}`, { headers: auth, body: trackBody() })).status, 202);
+  t.is((await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': 'itk_wrong' }, body: trackBody() })).status, 401);
+  t.is((await request(gateway.url, `/api/track/${tenant.slug}`, { headers: auth, body: '{' })).status, 400);
+  t.is((await request(gateway.url, `/api/identify/${tenant.slug}`, { headers: auth, body: { userId: 'm-1', traits: { a: 1 } } })).status, 200);
+  t.is((await request(gateway.url, `/api/profiles/${tenant.slug}/m-1`, { method: 'GET', headers: auth })).status, 200);
+  t.is((await request(gateway.url, `/api/profiles/${tenant.slug}/nobody`, { method: 'GET', headers: auth })).status, 404);
+  t.is((await request(gateway.url, `/api/track/${tenant.slug}/`, { headers: auth, body: trackBody() })).status, 404);
+  t.is((await request(gateway.url, '/healthz', { method: 'GET' })).status, 200);
+
+  const reply = await request(gateway.url, '/metrics', { method: 'GET' });
+  t.is(reply.status, 200);
+  t.regex(reply.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+  const m = samples(reply.text);
+  const get = (name: string, labels?: Record<string, string | number>) => m.get(series(name, labels));
+
+  const expected: [string, string, number][] = [
+    ['track', '202', 3],
+    ['track', '401', 1],
+    ['track', '400', 1],
+    ['identify', '200', 1],
+    ['profiles', '200', 1],
+    ['profiles', '404', 1],
+    ['unmatched', '404', 1],
+    ['healthz', '200', 1],
+  ];
+  for (const [route, status, count] of expected) {
+    t.is(get(METRIC_NAMES.requests, { route, status }), count, `${route} ${status}`);
+    t.is(get(`${METRIC_NAMES.duration}_count`, { route, status }), count, `latency count of ${route} ${status}`);
+    t.is(get(`${METRIC_NAMES.duration}_bucket`, { route, status, le: '+Inf' }), count);
+    const sum = get(`${METRIC_NAMES.duration}_sum`, { route, status }) ?? NaN;
+    t.true(sum > 0 && sum < 10, `latency sum of ${route} ${status}: ${sum}`);
+  }
+  // Exactly these series (the /metrics request itself is counted only once it is answered).
+  const requestSeries = [...m.keys()].filter((k) => k.startsWith(METRIC_NAMES.requests + '{'));
+  t.is(requestSeries.length, expected.length, requestSeries.join('\n'));
+
+  // Buckets are cumulative and end at the count.
+  const buckets = [...m.entries()].filter(([k]) => k.startsWith(`${METRIC_NAMES.duration}_bucket{route="track",status="202",`)).map(([, v]) => v);
+  t.true(buckets.length > 5);
+  t.deepEqual(
+    buckets,
+    [...buckets].sort((a, b) => a - b),
+  );
+  t.is(buckets.at(-1), 3);
+
+  // Three Track requests one after another: three batches of one, all stored.
+  t.is(get(`${METRIC_NAMES.batchSize}_count`, { outcome: 'stored' }), 3);
+  t.is(get(`${METRIC_NAMES.batchSize}_sum`, { outcome: 'stored' }), 3);
+  t.is(get(`${METRIC_NAMES.batchSize}_bucket`, { le: 1, outcome: 'stored' }), 3);
+  t.is(get(`${METRIC_NAMES.batchSize}_count`, { outcome: 'failed' }), 0);
+
+  // No worker runs on this harness's queue: the three events wait in it.
+  t.is(get(METRIC_NAMES.queueJobs, { queue: 'events', state: 'waiting' }), 3);
+  t.is(get(METRIC_NAMES.queueJobs, { queue: 'events', state: 'failed' }), 0);
+  t.is(get(METRIC_NAMES.queueJobs, { queue: 'events', state: 'active' }), 0);
+
+  t.is(get(METRIC_NAMES.inFlight), 0);
+  t.is(get(METRIC_NAMES.refusals), 0);
+  // prom-client's process metrics are there too.
+  t.true(m.has('process_cpu_user_seconds_total'));
+
+  // The scrape itself is counted from the next one on.
+  const again = samples((await request(gateway.url, '/metrics', { method: 'GET' })).text);
+  t.is(again.get(series(METRIC_NAMES.requests, { route: 'metrics', status: '200' })), 1);
+});
+
+test('a scrape answers within its bound while Redis hangs, without queue depths, and has them again after', async (t) => {
+  const proxy = await startFreezableProxy(REDIS_PORT);
+  t.teardown(() => proxy.close());
+  const h = await openHarness({ REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
+  t.teardown(() => h.close());
+  const gateway = await gatewayInProcess(h);
+  t.teardown(() => gateway.close());
+  const depth = (text: string) => samples(text).get(series(METRIC_NAMES.queueJobs, { queue: 'events', state: 'waiting' }));
+
+  t.is(depth((await request(gateway.url, '/metrics', { method: 'GET' })).text), 0);
+  proxy.freeze();
+  const started = performance.now();
+  const frozen = await request(gateway.url, '/metrics', { method: 'GET', timeoutMs: 10_000 });
+  const ms = performance.now() - started;
+  t.is(frozen.status, 200);
+  t.true(ms < 2500, `answered in ${Math.round(ms)} ms`);
+  t.is(depth(frozen.text), undefined);
+  t.regex(frozen.text, /^intake_http_requests_total\{route="metrics",status="200"\} 1$/m);
+  proxy.restore();
+  t.is(depth((await request(gateway.url, '/metrics', { method: 'GET' })).text), 0);
+});

@@ -1,0 +1,39 @@
+// The journey watermark read from a real events queue: no event still on its way is older.
+import test from 'ava';
+import { Worker } from 'bullmq';
+import { createEventsQueue, EVENTS_QUEUE } from '../../common/queues.ts';
+import { createRedis } from '../../common/redis.ts';
+import { createWatermark } from '../../workers/watermark.ts';
+import { testConfig, testEnv } from '../helpers/services.ts';
+
+test('empty queue: the clock less the grace; then the oldest job waiting or active, less the grace', async (t) => {
+  const config = testConfig(testEnv());
+  const redis = createRedis(config, 'worker');
+  const queue = createEventsQueue(config, redis);
+  const workerConnection = redis.duplicate();
+  const worker = new Worker(EVENTS_QUEUE, null, { connection: workerConnection, prefix: config.queuePrefix, autorun: false });
+  try {
+    const { watermark, horizon } = createWatermark(queue, 500);
+    const before = Date.now();
+    const empty = await watermark();
+    t.true(empty >= before - 500 && empty <= Date.now() - 500);
+    t.true(horizon() >= empty);
+
+    const oldest = await queue.add('track', {} as never, { jobId: 'oldest', timestamp: before - 60_000 });
+    await queue.add('track', {} as never, { jobId: 'newer', timestamp: before - 30_000 });
+    t.is(await watermark(), oldest.timestamp - 500, 'the oldest waiting job holds it back');
+
+    // A worker takes the oldest: active, it still holds the watermark back; once completed, the next one does.
+    const active = await worker.getNextJob('token');
+    t.is(active?.id, 'oldest');
+    t.is(await watermark(), before - 60_000 - 500);
+    await active!.moveToCompleted('done', 'token', false);
+    t.is(await watermark(), before - 30_000 - 500);
+  } finally {
+    await worker.close();
+    await queue.obliterate({ force: true });
+    await queue.close();
+    workerConnection.disconnect();
+    redis.disconnect();
+  }
+});

@@ -1,0 +1,33 @@
+// The received-time watermark: every event received before it has been handled by a worker.
+// An event is on its way from its receipt until its job completes: inside a gateway's group
+// commit (at most the enqueue bound), waiting in Redis, or active on a worker. The oldest job
+// waiting and every active job are read from Redis; `graceMs` covers the gateway part and the
+// few milliseconds between a request's receipt and its job's timestamp. Jobs waiting for a
+// retry (delayed) are not waited for: a retried event lands late, as it would anyway.
+import type { Queue } from 'bullmq';
+import type { Redis } from '../common/redis.ts';
+
+export function createWatermark(queue: Queue, graceMs: number): { watermark(): Promise<number>; horizon(): number } {
+  const horizon = () => Date.now() - graceMs;
+  return {
+    horizon,
+    async watermark() {
+      const bound = horizon();
+      const [oldestWaiting] = await queue.getRanges(['wait'], 0, 0, true);
+      const active = await queue.getRanges(['active'], 0, -1);
+      const ids = [...new Set([oldestWaiting, ...active].filter((id): id is string => Boolean(id)))];
+      if (!ids.length) return bound;
+      const client = (await queue.client) as unknown as Redis;
+      const pipeline = client.pipeline();
+      for (const id of ids) pipeline.hget(queue.toKey(id), 'timestamp');
+      const results = (await pipeline.exec()) ?? [];
+      let oldest = Infinity;
+      for (const [err, value] of results) {
+        if (err) throw err;
+        // A job that completed meanwhile has no timestamp left to wait for.
+        if (value !== null && value !== undefined) oldest = Math.min(oldest, Number(value));
+      }
+      return Math.min(bound, oldest - graceMs);
+    },
+  };
+}
