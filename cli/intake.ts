@@ -3,6 +3,7 @@
 import { ConfigError, loadConfig, type Config } from '../common/config.ts';
 import { createDb, type Db } from '../common/db.ts';
 import { createLogger, type Logger } from '../common/logger.ts';
+import { stringifyJson } from '../common/domain/json-text.ts';
 import { migrate } from '../common/migrate.ts';
 import { startDashboard } from '../gateway/dashboard.ts';
 import { startGateway } from '../gateway/server.ts';
@@ -130,7 +131,8 @@ async function runProcess(config: Config, name: string, start: (db: Db, log: Log
 async function runOperator(config: Config, run: Operator, argv: string[]): Promise<number> {
   const operator = openOperator(config);
   try {
-    const output = JSON.stringify(await run(operator, argv)) + '\n';
+    // An event's properties may nest deeper than JSON.stringify recurses.
+    const output = stringifyJson(await run(operator, argv)) + '\n';
     // A pipe takes large output asynchronously: exiting before the write drains would cut it.
     await new Promise<void>((resolve, reject) => process.stdout.write(output, (err) => (err ? reject(err) : resolve())));
     return 0;

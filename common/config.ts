@@ -117,8 +117,8 @@ const settings = {
   },
   journeyGraceMs: {
     env: 'JOURNEY_GRACE_MS',
-    default: '300',
-    doc: "journeys move on only up to this long before the oldest event still on its way (covers the gateway's enqueue and clock differences)",
+    default: '2500',
+    doc: "journeys move on only up to this long before the oldest event still on its way; at least ENQUEUE_TIMEOUT_MS, so every event answered 202 is waited for (covers the gateway's enqueue and clock differences)",
     parse: int(0, 60_000),
   },
   journeyTickMs: {

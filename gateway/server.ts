@@ -37,6 +37,9 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
   // which would let a stalled client hold its connection for up to 40 s instead of 10.
   const server = http.createServer({ connectionsCheckingInterval: 1000 }, app.callback());
   server.on('clientError', answerClientError);
+  // A client that sends its request and then closes its side (shutdown(SHUT_WR), `nc -N`) still
+  // gets the answer; by default Node drops the request's response when the client's FIN arrives.
+  (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   // Slow or stalled clients cannot hold a connection (and its buffers) for long.
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;

@@ -1,6 +1,6 @@
 // Journey size limits (spec, Limits): an event outside them is still stored and
 // counted, but the worker lets it drive no journey.
-import { isJsonContainer, resolveJsonValue } from './stored-event.ts';
+import { isJsonContainer, resolveJsonValue } from './json-text.ts';
 
 export const JOURNEY_LIMIT_BYTES = 131_072; // 128 KB for properties and IDs
 export const JOURNEY_MAX_DEPTH = 100;
@@ -19,7 +19,7 @@ type Frame =
   | { array: true; value: unknown[]; index: number; depth: number }
   | { array: false; value: Record<string, unknown>; keys: string[]; index: number; depth: number; wrote: boolean };
 
-// Size = UTF-8 bytes of serializeEvent(properties) + bytes of both IDs. It is
+// Size = UTF-8 bytes of stringifyJson(properties) + bytes of both IDs. It is
 // summed while walking the properties in serialization order, so the walk can
 // stop at the first exceeded limit instead of serializing first; properties
 // may be nested far deeper than the call stack allows, hence the explicit stack.

@@ -1,4 +1,4 @@
-import { serializeEvent } from './stored-event.ts';
+import { stringifyJson } from './json-text.ts';
 
 /**
  * The Track event as intake stores it: the accepted fields in a fixed order, with the
@@ -6,9 +6,9 @@ import { serializeEvent } from './stored-event.ts';
  * it unchanged; unknown top-level fields are not part of it.
  */
 export function storedTrackPayload(body: unknown): string {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return serializeEvent(body);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return stringifyJson(body);
   const b = body as Record<string, unknown>;
-  return serializeEvent({
+  return stringifyJson({
     type: b.type,
     messageId: b.messageId,
     event: b.event,

@@ -2,7 +2,7 @@
 // the profile change; workers/outbox-relay.ts moves them to the service-events queue. A
 // Redis outage therefore delays a service event but can never lose it.
 import type { Db, Tx } from '../db.ts';
-import { serializeEvent } from '../domain/stored-event.ts';
+import { stringifyJson } from '../domain/json-text.ts';
 
 export { SERVICE_EVENTS } from '../domain/service-events.ts';
 
@@ -19,7 +19,7 @@ export interface OutboxRow {
 
 export async function writeOutbox(tx: Tx, environmentId: string, events: { kind: string; payload: unknown }[]): Promise<void> {
   for (const e of events) {
-    await tx.$executeRaw`INSERT INTO outbox_events (environment_id, kind, payload) VALUES (${environmentId}::uuid, ${e.kind}, ${serializeEvent(e.payload)})`;
+    await tx.$executeRaw`INSERT INTO outbox_events (environment_id, kind, payload) VALUES (${environmentId}::uuid, ${e.kind}, ${stringifyJson(e.payload)})`;
   }
 }
 

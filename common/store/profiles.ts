@@ -8,7 +8,7 @@ import { addressAsOf, addressFromTraits, normalizeAddress, supersedes, toDecisio
 import { joinableEmail } from '../domain/email.ts';
 import { jsonEqual } from '../domain/json-equal.ts';
 import { fromPgText, isPlainText, toPgText } from '../domain/pg-text.ts';
-import { serializeEvent } from '../domain/stored-event.ts';
+import { stringifyJson } from '../domain/json-text.ts';
 import { mergeTraits, type TraitState } from '../domain/trait-merge.ts';
 import type { IdentifyInput } from '../validation/identify.ts';
 import { OUTBOX_CHANNEL, SERVICE_EVENTS, writeOutbox } from './outbox.ts';
@@ -33,7 +33,7 @@ const LONE_SURROGATE_ESCAPE = /\\ud[89a-f]/i;
 export async function applyIdentify(db: Db, env: IdentifyEnvironment, input: IdentifyInput, receivedAt: number, now = Date.now()): Promise<IdentifyResult> {
   const messageId = input.messageId ?? randomUUID();
   const callTime = input.timestampMs ?? receivedAt;
-  const traitsText = serializeEvent(input.traits);
+  const traitsText = stringifyJson(input.traits);
   if (
     input.consent.length === 0 &&
     !env.features.includes('join-by-email') &&
@@ -109,7 +109,7 @@ async function applyInTransaction(
 
     const merged = mergeTraits(readState(profile), input.traits, callTime);
     await tx.$executeRaw`
-      UPDATE profiles SET fields = ${serializeEvent(merged.fields)}, trait_times = ${JSON.stringify(merged.times)},
+      UPDATE profiles SET fields = ${stringifyJson(merged.fields)}, trait_times = ${JSON.stringify(merged.times)},
         updated_at = ${new Date(merged.updatedAt)}, email = ${joinableEmail(merged.fields.email)}
       WHERE id = ${profile.id}::uuid`;
     await recordAddressClaims(tx, profile.id, input.traits, callTime);
@@ -202,7 +202,7 @@ async function joinByEmail(tx: Tx, envId: string, userKey: string, own: ProfileR
   await tx.$executeRaw`UPDATE profile_users SET profile_id = ${other.id}::uuid WHERE profile_id = ${own.id}::uuid`;
   await tx.$executeRaw`UPDATE address_claims SET profile_id = ${other.id}::uuid WHERE profile_id = ${own.id}::uuid`;
   await tx.$executeRaw`DELETE FROM profiles WHERE id = ${own.id}::uuid`;
-  return { id: other.id, fields: serializeEvent(merged.fields), trait_times: JSON.stringify(merged.times), updated_at: new Date(merged.updatedAt) };
+  return { id: other.id, fields: stringifyJson(merged.fields), trait_times: JSON.stringify(merged.times), updated_at: new Date(merged.updatedAt) };
 }
 
 function readState(row: ProfileRow): TraitState {

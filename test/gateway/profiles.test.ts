@@ -112,6 +112,22 @@ test('a trait named __proto__ is kept as an ordinary field', async (t) => {
   t.is(({} as Record<string, unknown>).polluted, undefined);
 });
 
+test('a trait nested deeper than JSON.stringify recurses reads back whole, as JSON', async (t) => {
+  const tenant = await newTenant(h);
+  const deep = '['.repeat(10_000) + '"core"' + ']'.repeat(10_000);
+  const reply = await request(gateway.url, `/api/identify/${tenant.slug}`, {
+    headers: { 'x-api-key': tenant.key },
+    body: `{"userId":"deep","traits":{"plan":"pro","nested":${deep}}}`,
+  });
+  t.is(reply.status, 200, reply.text);
+  for (let read = 0; read < 2; read++) {
+    const profile = await getRaw(tenant, 'deep');
+    t.is(profile.status, 200, profile.text.slice(0, 200));
+    assertJson(t, profile);
+    t.true(profile.text.endsWith(`"fields":{"plan":"pro","nested":${deep}}}`));
+  }
+});
+
 test('profile_id is stable across updates; updated_at follows the latest update', async (t) => {
   const tenant = await newTenant(h);
   await identify(t, tenant, { userId: 'u1', timestamp: '2024-05-01T10:00:00Z', traits: { a: 1 } });

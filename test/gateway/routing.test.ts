@@ -1,5 +1,6 @@
 // Route matching over HTTP: every unmatched path or method is the plain-text 404, the
 // service sends no CORS headers on any response, and the health probes answer.
+import net from 'node:net';
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { MESSAGES, NOT_FOUND_TEXT } from '../../gateway/errors.ts';
@@ -121,4 +122,26 @@ test('/readyz answers 200 with PostgreSQL and Redis up', async (t) => {
   t.is(reply.json.postgres, true);
   t.is(reply.json.redis, true);
   assertNoCors(t, reply);
+});
+
+/** One request on a raw socket whose sending side is closed right after it; the status line that came back. */
+function halfClosed(path: string, headers: Record<string, string>, method = 'GET', body = ''): Promise<string> {
+  const { port } = new URL(gateway.url);
+  return new Promise((resolve) => {
+    const lines = Object.entries({ host: 'intake', 'content-length': String(Buffer.byteLength(body)), ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
+    const socket = net.connect(Number(port), '127.0.0.1', () => socket.end(`${method} ${path} HTTP/1.1\r\n${lines.join('')}\r\n${body}`));
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    socket.on('error', () => {});
+    socket.on('close', () => resolve(received.split('\r\n')[0]));
+  });
+}
+
+test('a client that closes its sending side after the request still gets the answer', async (t) => {
+  const tenant = await newTenant(h);
+  const headers = { 'x-api-key': tenant.key, 'content-type': 'application/json' };
+  const identify = JSON.stringify({ userId: 'half', traits: { plan: 'pro' } });
+  t.is(await halfClosed(`/api/identify/${tenant.slug}`, headers, 'POST', identify), 'HTTP/1.1 200 OK');
+  t.is(await halfClosed(`/api/profiles/${tenant.slug}/half`, headers), 'HTTP/1.1 200 OK');
+  t.is(await halfClosed(`/api/track/${tenant.slug}`, headers, 'POST', JSON.stringify(trackBody())), 'HTTP/1.1 202 Accepted');
 });

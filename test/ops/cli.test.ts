@@ -36,6 +36,23 @@ test('a large document reaches a pipe whole', async (t) => {
   }
 });
 
+test('an event nested deeper than JSON.stringify recurses prints whole', async (t) => {
+  const [gateway, worker] = [await gatewayInProcess(h), await workerInProcess(h)];
+  try {
+    const tenant = await newTenant(h);
+    const deep = '['.repeat(20_000) + '1' + ']'.repeat(20_000);
+    const messageId = `deep-${Date.now()}`;
+    const body = `{"type":"track","messageId":"${messageId}","event":"Deep","userId":"u1","timestamp":"2024-05-01T10:00:00Z","properties":{"d":${deep}}}`;
+    t.is((await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body })).status, 202);
+    t.true(await eventually(async () => (await h.db.event.count({ where: { environmentId: tenant.environmentId } })) === 1));
+    const { stdout } = await run(process.execPath, [bin, 'events', 'get', tenant.slug, messageId], { env: { ...process.env, ...h.env }, maxBuffer: 10e6 });
+    t.true(stdout.includes(`"properties":{"d":${deep}}`));
+  } finally {
+    await gateway.close();
+    await worker.close();
+  }
+});
+
 test('errors are one line on stderr: usage (exit 2) and operator errors (exit 1)', async (t) => {
   const env = { ...process.env, ...h.env };
   const usage = await run(process.execPath, [bin, 'journey', 'publish', 'only-one-arg'], { env }).catch((e) => e);

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { checkJourneyLimits, JOURNEY_LIMIT_BYTES, JOURNEY_MAX_DEPTH, mayDriveJourneys } from '../../common/domain/journey-limits.ts';
 import type { JourneyLimits } from '../../common/domain/journey-limits.ts';
-import { serializeEvent } from '../../common/domain/stored-event.ts';
+import { stringifyJson } from '../../common/domain/json-text.ts';
 
 const WITHIN: JourneyLimits = { within: true };
 const TOO_LARGE: JourneyLimits = { within: false, reason: 'too_large' };
@@ -13,7 +13,7 @@ const check = (properties: unknown, userId: string | null = 'user-1', anonymousI
 
 // The oracle: the spec's measure computed the slow way.
 const sizeOf = (properties: unknown, userId: string | null, anonymousId: string | null) =>
-  Buffer.byteLength(serializeEvent(properties)) + Buffer.byteLength(userId ?? '') + Buffer.byteLength(anonymousId ?? '');
+  Buffer.byteLength(stringifyJson(properties)) + Buffer.byteLength(userId ?? '') + Buffer.byteLength(anonymousId ?? '');
 
 // Pads `build('')` with ASCII so the measure is exactly `target` bytes.
 function padTo(target: number, build: (pad: string) => unknown, userId: string | null, anonymousId: string | null) {

@@ -22,7 +22,7 @@ let workers: Child[] = [];
 let dir: string;
 
 test.before(async () => {
-  h = await openHarness({ JOURNEY_TICK_MS: '50', JOURNEY_GRACE_MS: '300', WORKER_BATCH_WAIT_MS: '2' });
+  h = await openHarness({ JOURNEY_TICK_MS: '50', JOURNEY_GRACE_MS: '1000', WORKER_BATCH_WAIT_MS: '2' });
   gateway = await gatewayInProcess(h);
   // Two worker processes: every rule below must hold when runs are shared between them.
   workers = await Promise.all([spawnIntake('worker', h.env), spawnIntake('worker', h.env)]);
@@ -161,7 +161,8 @@ test('waitUntil ends when the same user sends the event, and at its timeout othe
   await statsBecome(t, tenant, id, { entered: 2 });
   const quick = await eventually(async () => (await runs(tenant, id, 'quick')).find((r) => r.status === 'completed'));
   t.truthy(quick, 'quick completed');
-  t.true(quick!.endedAt! < quick!.enteredAt + 4000, 'ended by the event, before the timeout');
+  const received = await h.db.event.findMany({ where: { environmentId: tenant.environmentId }, select: { userId: true, event: true, receivedAt: true } });
+  t.true(quick!.endedAt! < quick!.enteredAt + 4000, `ended by the event, before the timeout: ${JSON.stringify({ quick, received })}`);
   t.is(quick!.messages.length, 1);
 
   await statsBecome(t, tenant, id, { active: 0, completed: 2 });

@@ -1,9 +1,10 @@
-// Serialization of stored events. JSON.stringify recurses and throws RangeError
-// at a few thousand levels, while JSON.parse accepts far deeper input, so a body
-// the gateway could parse must not become unstorable: past the stack limit an
-// iterative serializer takes over, with byte-identical output.
+// JSON.stringify for caller data: it recurses and throws RangeError at a few thousand
+// levels, while JSON.parse accepts far deeper input, so a body the gateway could parse
+// must not become unstorable or unreadable (stored events and traits, the Profiles
+// answer, operator output): past the stack limit an iterative serializer takes over,
+// with byte-identical output.
 
-export function serializeEvent(value: unknown): string {
+export function stringifyJson(value: unknown): string {
   try {
     const text = JSON.stringify(value);
     if (text === undefined) throw new TypeError('Value is not serializable to JSON');

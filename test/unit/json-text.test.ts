@@ -1,5 +1,5 @@
 import test from 'ava';
-import { serializeEvent, serializeIteratively } from '../../common/domain/stored-event.ts';
+import { stringifyJson, serializeIteratively } from '../../common/domain/json-text.ts';
 
 const DEEP = 200_000;
 
@@ -7,7 +7,7 @@ const sameAsStringify = test.macro({
   exec(t, value: unknown) {
     const expected = JSON.stringify(value);
     t.is(serializeIteratively(value), expected);
-    t.is(serializeEvent(value), expected);
+    t.is(stringifyJson(value), expected);
   },
   title: (provided = '') => `iterative output equals JSON.stringify: ${provided}`,
 });
@@ -41,7 +41,7 @@ test('wrapper objects', sameAsStringify, { n: new Number(3), s: new String('x'),
 test('mixed nesting', sameAsStringify, { a: [1, { b: [2, { c: 'd' }] }], e: { f: { g: null } } });
 
 test('top-level undefined throws instead of returning undefined', (t) => {
-  t.throws(() => serializeEvent(undefined), { instanceOf: TypeError });
+  t.throws(() => stringifyJson(undefined), { instanceOf: TypeError });
   t.throws(() => serializeIteratively(undefined), { instanceOf: TypeError });
 });
 
@@ -83,31 +83,31 @@ test('JSON.stringify alone cannot serialize 200,000 levels', (t) => {
 });
 
 test('200,000 levels of objects serialize and round-trip', (t) => {
-  const text = serializeEvent(nestedObjects(DEEP));
+  const text = stringifyJson(nestedObjects(DEEP));
   t.is(text, '{"a":'.repeat(DEEP) + '{}' + '}'.repeat(DEEP));
   const back = JSON.parse(text);
   t.is(chainDepth(back), DEEP + 1);
-  t.is(serializeEvent(back), text);
+  t.is(stringifyJson(back), text);
 });
 
 test('200,000 levels of arrays serialize and round-trip', (t) => {
-  const text = serializeEvent(nestedArrays(DEEP));
+  const text = stringifyJson(nestedArrays(DEEP));
   t.is(text, '['.repeat(DEEP + 1) + ']'.repeat(DEEP + 1));
   const back = JSON.parse(text);
   t.is(chainDepth(back), DEEP + 1);
-  t.is(serializeEvent(back), text);
+  t.is(stringifyJson(back), text);
 });
 
 test('200,000 levels of alternating objects and arrays with siblings', (t) => {
   let text = '"leaf\\"é"';
   for (let i = 0; i < DEEP; i++) text = i % 2 === 0 ? `[1,${text},{"k":null}]` : `{"x":true,"a":${text},"y":"z"}`;
   const parsed = JSON.parse(text);
-  t.is(serializeEvent(parsed), text);
+  t.is(stringifyJson(parsed), text);
 });
 
 test('a deep branch next to ordinary members keeps member order and skips undefined', (t) => {
   const value = { first: 1, skip: undefined, deep: nestedArrays(DEEP), last: 'x' };
-  const text = serializeEvent(value);
+  const text = stringifyJson(value);
   t.true(text.startsWith('{"first":1,"deep":[[['));
   t.true(text.endsWith(']]],"last":"x"}'));
   t.is(text.length, '{"first":1,"deep":'.length + 2 * (DEEP + 1) + ',"last":"x"}'.length);
