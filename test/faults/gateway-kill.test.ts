@@ -8,7 +8,7 @@ import test from 'ava';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
-import { newTenant, openHarness, type Harness } from '../helpers/services.ts';
+import { closeEmptied, newTenant, openHarness, type Harness } from '../helpers/services.ts';
 
 let h: Harness;
 const children: Child[] = [];
@@ -19,12 +19,7 @@ test.before(async () => {
 
 test.after.always(async () => {
   await Promise.all(children.map((c) => c.kill('SIGKILL')));
-  // Completed jobs would otherwise stay in Redis for an hour (nothing runs on this prefix again).
-  await h?.operator
-    .eventsQueue()
-    .obliterate({ force: true })
-    .catch(() => {});
-  await h?.close();
+  await closeEmptied(h);
 });
 
 const CLIENTS = 64;

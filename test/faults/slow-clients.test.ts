@@ -10,7 +10,7 @@ import { loadConfig } from '../../common/config.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
-import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
 
 // The gateway runs with its defaults: these tests are about the deployed limits.
 const defaults = loadConfig({});
@@ -33,11 +33,7 @@ test.before(async () => {
 
 test.after.always(async () => {
   await Promise.all(children.map((c) => c.kill('SIGKILL')));
-  await h?.operator
-    .eventsQueue()
-    .obliterate({ force: true })
-    .catch(() => {});
-  await h?.close();
+  await closeEmptied(h);
 });
 
 interface Answer {

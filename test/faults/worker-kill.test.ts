@@ -12,7 +12,7 @@ import { checkTrack } from '../../common/validation/track.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { trackBody } from '../helpers/http.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
-import { newTenant, openHarness, type Harness } from '../helpers/services.ts';
+import { closeEmptied, newTenant, openHarness, type Harness } from '../helpers/services.ts';
 
 let h: Harness;
 const children: Child[] = [];
@@ -23,12 +23,7 @@ test.before(async () => {
 
 test.after.always(async () => {
   await Promise.all(children.map((c) => c.kill('SIGKILL')));
-  // The backlog's 2000 completed jobs would otherwise stay in Redis (nothing runs on this prefix again).
-  await h?.operator
-    .eventsQueue()
-    .obliterate({ force: true })
-    .catch(() => {});
-  await h?.close();
+  await closeEmptied(h);
 });
 
 const N = 2000;

@@ -65,6 +65,15 @@ export async function openHarness(overrides: Record<string, string> = {}): Promi
   return { config, env, db, operator, close: () => operator.close() };
 }
 
+/** Close a harness whose queue nothing will run again, emptying it first: its completed jobs would stay in Redis for an hour. */
+export async function closeEmptied(h: Harness | undefined): Promise<void> {
+  await h?.operator
+    .eventsQueue()
+    .obliterate({ force: true })
+    .catch(() => {});
+  await h?.close();
+}
+
 export interface Tenant {
   slug: string;
   key: string;
