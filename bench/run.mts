@@ -43,6 +43,13 @@ interface Row {
 const rows: Row[] = [];
 const children: ChildProcess[] = [];
 
+/** One profile per thread; the main thread's is the big one (tsx's loader thread idles). */
+function printProfile(dir: string, label: string) {
+  const files = readdirSync(dir).map((f) => path.join(dir, f));
+  const main = files.sort((a, b) => statSync(b).size - statSync(a).size)[0];
+  if (main) console.error(`\n${label}: ${summarizeProfile(main)}`);
+}
+
 function report(row: Row) {
   rows.push(row);
   console.log(JSON.stringify({ bench: row.scenario, ...row }));
@@ -136,9 +143,10 @@ async function main() {
   let reference: Awaited<ReturnType<typeof load>> | undefined;
   let trackMax = 0;
   // BENCH_PROFILE=1: the gateway runs under `node --cpu-prof`; its profile is summarized at the end.
+  // The drain's worker is profiled too, into its own directory.
   const profileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'intake-profile-')) : null;
-  const gatewayArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, 'bin/intake.js', 'gateway'] : ['bin/intake.js', 'gateway'];
-  const gateway = await start(gatewayArgs, serviceEnv(), /gateway listening/);
+  const profiled = (dir: string | null, args: string[]) => (dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...args] : args);
+  const gateway = await start(profiled(profileDir, ['bin/intake.js', 'gateway']), serviceEnv(), /gateway listening/);
   const base = `http://127.0.0.1:${gateway.port}`;
   const ratio = (rps: number) => (reference ? Math.round((rps / reference.reqPerSec) * 100) / 100 : '-');
   if (want('reference') || want('track') || want('memory')) {
@@ -231,7 +239,8 @@ async function main() {
       await multi.exec();
     }
     const started = performance.now();
-    const worker = await start(['bin/intake.js', 'worker'], serviceEnv(), /worker started/);
+    const workerProfileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'intake-profile-worker-')) : null;
+    const worker = await start(profiled(workerProfileDir, ['bin/intake.js', 'worker']), serviceEnv(), /worker started/);
     let stored = 0;
     while (stored < DRAIN_EVENTS) {
       await new Promise((r) => setTimeout(r, 200));
@@ -240,6 +249,7 @@ async function main() {
     }
     const seconds = (performance.now() - started) / 1000;
     await stop(worker.child);
+    if (workerProfileDir) printProfile(workerProfileDir, 'worker (drain)');
     report({
       scenario: `worker drain (${DRAIN_EVENTS} queued events, 1 worker process)`,
       'events/s': Math.round(stored / seconds),
@@ -299,12 +309,7 @@ async function main() {
   }
 
   await stop(gateway.child);
-  if (profileDir) {
-    // One profile per thread; the main thread's is the big one (tsx's loader thread idles).
-    const files = readdirSync(profileDir).map((f) => path.join(profileDir, f));
-    const main = files.sort((a, b) => statSync(b).size - statSync(a).size)[0];
-    if (main) console.error('\n' + summarizeProfile(main));
-  }
+  if (profileDir) printProfile(profileDir, 'gateway');
   await queue.obliterate({ force: true }).catch(() => {});
   await queue.close();
   redis.disconnect();

@@ -44,7 +44,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
       const started = performance.now();
       await persist(job.data);
       metrics.events.inc({ outcome: 'stored' });
-      log.info({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade + 1, ms: Math.round(performance.now() - started) }, 'event persisted');
+      log.debug({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade + 1, ms: Math.round(performance.now() - started) }, 'event persisted');
     },
     {
       connection,
