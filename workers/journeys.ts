@@ -7,7 +7,7 @@
 // common/domain/journey-run.ts; this module loads, locks and saves around it.
 import type { Db, Tx } from '../common/db.ts';
 import { eventNamesOf } from '../common/domain/journey-definition.ts';
-import { advance, mayEnter, onEvent, startRun, type Outcome, type RunEvent } from '../common/domain/journey-run.ts';
+import { advance, awaitsEvents, mayEnter, startRun, type Outcome } from '../common/domain/journey-run.ts';
 import { toPgText } from '../common/domain/pg-text.ts';
 import { gateSend, sendAddress } from '../common/domain/send-gate.ts';
 import type { Logger } from '../common/logger.ts';
@@ -112,17 +112,11 @@ export function createJourneyEngine(deps: JourneyEngineDeps): JourneyEngine {
       if (!live.length) return;
       const ids = live.map((j) => j.id);
       const runs = await lockRuns(tx, row.environmentId, userKey, ids);
-      const event: RunEvent = { name: row.event, receivedAt, messageId: row.messageId };
       for (const journey of live) {
         for (const run of runs.filter((r) => r.journeyId === journey.id)) {
-          if (run.state.status === 'active') {
-            // Applied in order by the next evaluation, after any timer due before it.
-            await wakeRun(tx, run.id, receivedAt);
-          } else {
-            // An ended run can still convert; nothing else about it can change.
-            const outcome = onEvent(journey.definition, run.state, event);
-            if (outcome.changed) await saveRun(tx, run.id, outcome.run, null);
-          }
+          // Applied in received order by the next evaluation, after any timer due before it;
+          // an ended run is woken too while its goal may still be reached.
+          if (awaitsEvents(journey.definition, run.state, receivedAt - 1)) await wakeRun(tx, run.id, receivedAt);
         }
         const entry = journey.definition.entry;
         if ('event' in entry && entry.event === row.event) {
@@ -183,12 +177,14 @@ export function createJourneyEngine(deps: JourneyEngineDeps): JourneyEngine {
     const names = eventNamesOf(def);
     await inPersonLock(db, waking.environmentId, waking.userKey, async (tx) => {
       const run = await lockRun(tx, waking.id);
-      if (!run || run.state.status !== 'active' || run.wakeAt === null || run.wakeAt > until) return;
+      if (!run || run.wakeAt === null || run.wakeAt > until) return;
       // Every event before the current step began has been applied (the watermark passed it).
       const events = await handledEvents(tx, waking.environmentId, waking.userKey, names, run.state.stepStartedAt, until);
       const outcome = advance(def, run.state, events, until);
-      const next =
-        outcome.run.status === 'active' ? earliest(outcome.run.dueAt, await nextHandledEvent(tx, waking.environmentId, waking.userKey, names, until)) : null;
+      // Events already handled but received after `until` (a goal right behind the event that
+      // ended the run, say) wake the run again once the watermark passes them.
+      const pending = awaitsEvents(def, outcome.run, until) ? await nextHandledEvent(tx, waking.environmentId, waking.userKey, names, until) : null;
+      const next = outcome.run.status === 'active' ? earliest(outcome.run.dueAt, pending) : pending;
       await saveRun(tx, run.id, outcome.run, next);
       await send(tx, waking.environmentId, waking.userKey, run, outcome);
       if (outcome.run.step !== run.state.step || outcome.run.status !== run.state.status) metrics?.journeyTimers.inc();

@@ -137,6 +137,12 @@ function unchanged(run: RunState): Outcome {
   return { run, sends: [], changed: false };
 }
 
+/** Whether an event received after `after` can still change the run: it is active, or its goal may still be reached. */
+export function awaitsEvents(def: JourneyDefinition, run: RunState, after: number): boolean {
+  if (run.status === 'active') return true;
+  return def.goal !== null && run.convertedAt === null && after < run.enteredAt + def.goal.windowMs;
+}
+
 /**
  * Whether a person may start another run: never while one is active; after one ended, only
  * when the journey allows reentry.

@@ -187,7 +187,7 @@ export interface WakingRun {
 export async function wakingRuns(db: Db, bound: number, limit: number): Promise<WakingRun[]> {
   const rows = await db.$queryRaw<{ id: string; environment_id: string; user_id: string; journey_id: string; wake_at: bigint }[]>`
     SELECT id, environment_id, user_id, journey_id, wake_at FROM journey_runs
-    WHERE status = 'active' AND wake_at IS NOT NULL AND wake_at <= ${BigInt(bound)}
+    WHERE wake_at IS NOT NULL AND wake_at <= ${BigInt(bound)}
     ORDER BY wake_at LIMIT ${limit}`;
   return rows.map((r) => ({ id: r.id, environmentId: r.environment_id, userKey: r.user_id, journeyId: r.journey_id, wakeAt: Number(r.wake_at) }));
 }

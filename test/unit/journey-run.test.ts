@@ -1,6 +1,6 @@
 import test from 'ava';
 import type { JourneyDefinition } from '../../common/domain/journey-definition.ts';
-import { advance, mayEnter, onEvent, onTimer, startRun } from '../../common/domain/journey-run.ts';
+import { advance, awaitsEvents, mayEnter, onEvent, onTimer, startRun } from '../../common/domain/journey-run.ts';
 
 const def: JourneyDefinition = {
   name: 'Onboarding',
@@ -103,4 +103,15 @@ test('the event that ends a wait cannot end the next wait on the same name', (t)
   t.like(once, { step: 1, stepTriggerId: 'a1' });
   t.false(onEvent(twice, once, ev('A', 10, 'a1')).changed, 'replayed');
   t.like(onEvent(twice, once, ev('A', 10, 'a2')).run, { status: 'completed' });
+});
+
+test('awaitsEvents: an active run always; an ended run while its goal may still be reached', (t) => {
+  const { run } = startRun(def, 100, 'entry');
+  t.true(awaitsEvents(def, run, 50_000), 'active');
+  const exited = onEvent(def, run, ev('Unsubscribed', 300)).run;
+  t.true(awaitsEvents(def, exited, 300));
+  t.true(awaitsEvents(def, exited, 10_099), 'a goal at entry + window still counts');
+  t.false(awaitsEvents(def, exited, 10_100), 'nothing after the window can convert');
+  t.false(awaitsEvents(def, onEvent(def, exited, ev('Purchased', 400)).run, 400), 'converted already');
+  t.false(awaitsEvents({ ...def, goal: null }, exited, 300), 'no goal');
 });

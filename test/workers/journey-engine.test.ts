@@ -174,3 +174,38 @@ test.serial('one event ends one wait: two waits on the same name need two events
   await evaluateUpTo(at + 30);
   t.like(await run(tenant, id, 'u'), { status: 'completed', endedAt: at + 20 });
 });
+
+test.serial('a goal event handled while the run waits for the watermark still converts after the run ends', async (t) => {
+  const tenant = await newTenant(h);
+  const id = await published(tenant, {
+    name: 'j',
+    entry: { event: 'Signed Up' },
+    steps: [{ waitUntil: { event: 'Activated' } }, { send: { channel: 'email', template: 'x' } }],
+    exitOn: ['Unsubscribed'],
+    goal: { event: 'Purchased', windowMs: 60_000 },
+  });
+  const at = Date.now() + 1000;
+  const entries = ['done', 'left'].map((u) => row(tenant, 'Signed Up', u, at));
+  await insertEventsOnce(h.db, entries);
+  const e = engine();
+  await e.handleEvents(entries);
+  await evaluateUpTo(at + 1);
+  // Both runs are active when their events are handled; the watermark has passed only the
+  // event that ends each run when the runs are evaluated, so the goal comes after the end.
+  const later = [row(tenant, 'Activated', 'done', at + 10), row(tenant, 'Purchased', 'done', at + 20)];
+  const leaving = [row(tenant, 'Unsubscribed', 'left', at + 10), row(tenant, 'Purchased', 'left', at + 20)];
+  await insertEventsOnce(h.db, [...later, ...leaving]);
+  await e.handleEvents([...later, ...leaving]);
+  await evaluateUpTo(at + 15);
+  t.like(await run(tenant, id, 'done'), { status: 'completed', endedAt: at + 10, convertedAt: null });
+  t.like(await run(tenant, id, 'left'), { status: 'exited', endedAt: at + 10, convertedAt: null });
+  await evaluateUpTo(at + 25);
+  t.like(await run(tenant, id, 'done'), { status: 'completed', endedAt: at + 10, convertedAt: at + 20 });
+  t.like(await run(tenant, id, 'left'), { status: 'exited', endedAt: at + 10, convertedAt: at + 20 });
+  // A goal event handled after the run ended converts too, once, after the watermark passes it.
+  const again = row(tenant, 'Purchased', 'done', at + 30);
+  await insertEventsOnce(h.db, [again]);
+  await e.handleEvents([again]);
+  await evaluateUpTo(at + 35);
+  t.like(await run(tenant, id, 'done'), { convertedAt: at + 20 });
+});

@@ -229,6 +229,28 @@ test('the goal counts a conversion once per run, inside the window only', async 
   t.is((await runs(tenant, id, 'late-buyer'))[0].convertedAt, null);
 });
 
+test('a goal sent right after the event that ends the run still converts it', async (t) => {
+  const tenant = await newTenant(h);
+  const id = await journey(tenant, {
+    ...signedUp,
+    steps: [{ waitUntil: { event: 'Activated' } }, { send: { channel: 'email', template: 'welcome' } }],
+    exitOn: ['Unsubscribed'],
+    goal: { event: 'Purchased', windowMs: 600_000 },
+  });
+  const users = ['c1', 'c2', 'c3', 'x1', 'x2'];
+  for (const userId of users) await track(tenant, { userId });
+  await statsBecome(t, tenant, id, { entered: 5, active: 5 });
+  await Promise.all(
+    users.map(async (userId) => {
+      await track(tenant, { userId, event: userId.startsWith('c') ? 'Activated' : 'Unsubscribed' });
+      // Long enough for a sweep to end the run before the watermark passes the goal.
+      await sleep(400);
+      await track(tenant, { userId, event: 'Purchased' });
+    }),
+  );
+  await statsBecome(t, tenant, id, { completed: 3, exited: 2, converted: 5 });
+});
+
 test('attribute trigger: a change starts the journey, a no-op or duplicate Identify does not, and only with the feature', async (t) => {
   const tenant = await newTenant(h, 'attribute-trigger');
   const plan = await journey(tenant, { name: 'plan', entry: { attributeChanged: 'plan' }, steps: [], reentry: true });
