@@ -149,9 +149,22 @@ main(process.argv.slice(2)).then(
   (err: Error & { code?: string }) => {
     const usage = err instanceof UsageError;
     const expected = err instanceof OperatorError || usage || err instanceof ConfigError || STARTUP_CODES.has(err.code ?? '');
-    // One line on stderr (product.md); the stack only for the unexpected. Settings read "A: why; B: why".
-    const line = expected ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ') : (err.stack ?? err.message);
+    // One line on stderr (product.md). Settings read "A: why; B: why". Of anything else, the
+    // last line of its message: Prisma puts the cause there, after a source excerpt.
+    const line = expected ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ') : `${err.name}: ${lastLine(err.message)}`;
     const hint = usage ? ' (intake help lists the commands)' : '';
-    process.stderr.write(`intake: ${line}${hint}\n`, () => process.exit(expected && !usage ? 1 : 2));
+    // LOG_LEVEL=debug: the stack of the unexpected follows, for a bug report.
+    const stack = !expected && /^(debug|trace)$/.test(process.env.LOG_LEVEL ?? '') ? `\n${err.stack}` : '';
+    process.stderr.write(`intake: ${line}${hint}${stack}\n`, () => process.exit(usage ? 2 : 1));
   },
 );
+
+function lastLine(message: string): string {
+  return (
+    message
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .at(-1) ?? 'unknown error'
+  );
+}
