@@ -28,6 +28,13 @@ export async function findEnvironment(db: Db, orgSlug: string, pathValue: string
   return { org, env };
 }
 
+/** The same for commands that add to an environment (keys, journeys): a removed one takes nothing new; its history stays readable. */
+export async function findLiveEnvironment(db: Db, orgSlug: string, pathValue: string | undefined) {
+  const found = await findEnvironment(db, orgSlug, pathValue);
+  if (found.env.removedAt) throw new OperatorError(`environment ${found.env.pathValue} is removed`);
+  return found;
+}
+
 /** Clients for operator commands, opened lazily (most commands need only PostgreSQL). */
 export function openOperator(config: Config, db: Db = createDb(config)): OperatorDeps & { close(): Promise<void> } {
   let redis: Redis | undefined;

@@ -1,6 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
 import type { Db } from '../common/db.ts';
-import { checkJourneyLimits, mayDriveJourneys } from '../common/domain/journey-limits.ts';
+import { journeyEligibility } from '../common/domain/journey-limits.ts';
 import { createMicroBatch } from '../common/micro-batch.ts';
 import type { EventJob } from '../common/queues.ts';
 import { insertEventOnce, insertEventsOnce, type EventRow, type EventStatus } from '../common/store/events.ts';
@@ -15,7 +15,6 @@ export function toEventRow(job: EventJob, status: EventStatus = 'processed', err
   } catch {
     throw new UnrecoverableError('payload is not JSON');
   }
-  const limits = checkJourneyLimits(event);
   return {
     environmentId: job.environmentId,
     messageId: event.messageId,
@@ -26,9 +25,7 @@ export function toEventRow(job: EventJob, status: EventStatus = 'processed', err
     receivedAt: job.receivedAt,
     payload: job.payload,
     status,
-    withinLimits: limits.within,
-    limitReason: limits.within ? null : limits.reason,
-    drivesJourneys: mayDriveJourneys(event, limits),
+    ...journeyEligibility(event),
     error,
   };
 }

@@ -1,4 +1,6 @@
+import { journeyEligibility } from '../../common/domain/journey-limits.ts';
 import { jobIdFor } from '../../common/queues.ts';
+import type { TrackEvent } from '../../common/validation/track.ts';
 import { eventNames, findEvent } from '../../common/store/events.ts';
 import { journeyActivity } from '../../common/store/journeys.ts';
 import { readArgs } from '../args.ts';
@@ -31,13 +33,19 @@ export async function eventsGet(deps: OperatorDeps, argv: string[]) {
   if (!job) throw new OperatorError(`no event ${JSON.stringify(messageId)} in ${env.pathValue}`);
   const state = await job.getState();
   // A job that failed for good but could not be recorded (PostgreSQL was down) is still visible here.
-  if (state === 'failed')
-    return { messageId, status: 'failed', receivedAt: job.data.receivedAt, error: job.failedReason, event: parsePayload(job.data.payload) };
+  if (state === 'failed') return { messageId, status: 'failed', receivedAt: job.data.receivedAt, error: job.failedReason, ...queuedEvent(job.data.payload) };
   if (!PENDING_STATES.has(state)) throw new OperatorError(`no event ${JSON.stringify(messageId)} in ${env.pathValue}`);
-  return { messageId, status: 'pending', receivedAt: job.data.receivedAt, event: parsePayload(job.data.payload) };
+  return { messageId, status: 'pending', receivedAt: job.data.receivedAt, ...queuedEvent(job.data.payload) };
 }
 
-/** A job's payload as JSON, or as the raw text when it is not (a job failed for exactly that). */
+/** A queued job's event, with the journey limits the worker will record; the raw text when it is not JSON (a job failed for exactly that). */
+function queuedEvent(payload: string) {
+  const event = parsePayload(payload);
+  if (typeof event === 'string') return { withinLimits: false, limitReason: null, drivesJourneys: false, event };
+  return { ...journeyEligibility(event as TrackEvent), event };
+}
+
+/** A job's payload as JSON, or as the raw text when it is not. */
 function parsePayload(payload: string): unknown {
   try {
     return JSON.parse(payload);

@@ -3,7 +3,7 @@ import { parseJourneyDefinition } from '../../common/domain/journey-definition.t
 import { listRuns } from '../../common/store/journey-runs.ts';
 import { createJourney, findJourney, journeyStats, listJourneys, publishJourney } from '../../common/store/journeys.ts';
 import { readArgs } from '../args.ts';
-import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
+import { OperatorError, findEnvironment, findLiveEnvironment, type OperatorDeps } from '../operator.ts';
 
 /** journey create <org-slug> --file <journey.json> [--env <path-value>]: the journey, unpublished. */
 export async function journeyCreate(deps: OperatorDeps, argv: string[]) {
@@ -26,13 +26,17 @@ export async function journeyCreate(deps: OperatorDeps, argv: string[]) {
   }
   const parsed = parseJourneyDefinition(input);
   if (!parsed.ok) throw new OperatorError(`invalid journey: ${parsed.errors.join('; ')}`);
-  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  const { org, env } = await findLiveEnvironment(deps.db, orgSlug, values.env);
+  if ('attributeChanged' in parsed.value.entry && !org.features.includes('attribute-trigger')) {
+    // Created all the same: the feature is checked when a trait changes, so it can be turned on later.
+    console.error(`warning: ${org.slug} does not have the attribute-trigger feature; this journey starts no run until it has`);
+  }
   return createJourney(deps.db, env.id, parsed.value);
 }
 
 /** journey publish <org-slug> <journey-id> [--env <path-value>]: the journey with publishedAt (set once). */
 export async function journeyPublish(deps: OperatorDeps, argv: string[]) {
-  const { env, id } = await journeyArgs(deps, argv);
+  const { env, id } = await journeyArgs(deps, argv, {}, findLiveEnvironment);
   const journey = await publishJourney(deps.db, env.id, id, new Date());
   if (!journey) throw noJourney(id, env.pathValue);
   return journey;
@@ -62,12 +66,12 @@ export async function journeyRuns(deps: OperatorDeps, argv: string[]) {
   return listRuns(deps.db, id, values.user);
 }
 
-async function journeyArgs(deps: OperatorDeps, argv: string[], extra: Record<string, 'string'> = {}) {
+async function journeyArgs(deps: OperatorDeps, argv: string[], extra: Record<string, 'string'> = {}, find = findEnvironment) {
   const {
     positionals: [orgSlug, id],
     values,
   } = readArgs(argv, { env: 'string', ...extra }, ['org-slug', 'journey-id']);
-  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  const { env } = await find(deps.db, orgSlug, values.env);
   return { env, id, values };
 }
 

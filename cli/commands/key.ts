@@ -1,6 +1,6 @@
 import { generateApiKey, hashApiKey, keySuffix } from '../../common/domain/api-key.ts';
 import { readArgs } from '../args.ts';
-import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
+import { OperatorError, findEnvironment, findLiveEnvironment, type OperatorDeps } from '../operator.ts';
 
 /** key create <org-slug> [--env <path-value>]: the only time the key itself is printed. */
 export async function keyCreate(deps: OperatorDeps, argv: string[]) {
@@ -8,8 +8,7 @@ export async function keyCreate(deps: OperatorDeps, argv: string[]) {
     positionals: [orgSlug],
     values,
   } = readArgs(argv, { env: 'string' }, ['org-slug']);
-  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
-  if (env.removedAt) throw new OperatorError(`environment ${env.pathValue} is removed`);
+  const { env } = await findLiveEnvironment(deps.db, orgSlug, values.env);
   const key = generateApiKey();
   await deps.db.apiKey.create({ data: { environmentId: env.id, hash: hashApiKey(key), suffix: keySuffix(key) } });
   // Gateways may have cached a miss for this hash (someone guessing); drop it.

@@ -103,3 +103,13 @@ function pushContainer(stack: Frame[], value: object, depth: number): void {
 export function mayDriveJourneys(e: { userId: string | null }, limits: JourneyLimits): boolean {
   return limits.within && e.userId !== null && NON_WHITESPACE_RE.test(e.userId);
 }
+
+/** What the events table records of an event for journeys (worker) and `events get` shows of a queued one. */
+export function journeyEligibility(e: { properties: unknown; userId: string | null; anonymousId: string | null }): {
+  withinLimits: boolean;
+  limitReason: string | null;
+  drivesJourneys: boolean;
+} {
+  const limits = checkJourneyLimits(e);
+  return { withinLimits: limits.within, limitReason: limits.within ? null : limits.reason, drivesJourneys: mayDriveJourneys(e, limits) };
+}

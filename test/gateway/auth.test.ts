@@ -1,11 +1,15 @@
 // Authentication and environment selection over HTTP, written once as a suite over an
 // endpoint and run against Track, Identify and Profiles.
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import test from 'ava';
 import { limitConcurrency } from '../helpers/throttle.ts';
 import type { ExecutionContext } from 'ava';
 import { keyCreate, keyRevoke } from '../../cli/commands/key.ts';
 import { envRemove } from '../../cli/commands/env.ts';
+import { journeyCreate, journeyList, journeyPublish } from '../../cli/commands/journey.ts';
 import { generateApiKey } from '../../common/domain/api-key.ts';
 import { applyIdentify } from '../../common/store/profiles.ts';
 import { MESSAGES } from '../../gateway/errors.ts';
@@ -206,10 +210,19 @@ function authSuite(endpoint: Endpoint): void {
     const env = await newEnvironment(h, tenant);
     const headers = { ...xApiKey(env.key), ...envHeader(env.envKey) };
     assertOk(t, await call(env.pathValue, headers));
+    const file = path.join(await mkdtemp(path.join(tmpdir(), 'intake-auth-')), 'j.json');
+    await writeFile(file, JSON.stringify({ name: 'j', entry: { event: 'Signed Up' }, steps: [] }));
+    const journey = await journeyCreate(h.operator, [tenant.slug, '--file', file, '--env', env.pathValue]);
     await envRemove(h.operator, [tenant.slug, env.pathValue]);
     assertError(t, await call(env.pathValue, headers), 403, MESSAGES.forbidden);
     // Production of the same organization is unaffected.
     assertOk(t, await call(tenant.slug, xApiKey(tenant.key)));
+    // Operators cannot add to it either; what it holds stays readable.
+    const removed = { message: `environment ${env.pathValue} is removed` };
+    await t.throwsAsync(keyCreate(h.operator, [tenant.slug, '--env', env.pathValue]), removed);
+    await t.throwsAsync(journeyCreate(h.operator, [tenant.slug, '--file', file, '--env', env.pathValue]), removed);
+    await t.throwsAsync(journeyPublish(h.operator, [tenant.slug, journey.id, '--env', env.pathValue]), removed);
+    t.is((await journeyList(h.operator, [tenant.slug, '--env', env.pathValue])).length, 1);
   });
 
   type Mismatch = (

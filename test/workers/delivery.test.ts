@@ -128,6 +128,7 @@ test('events get shows pending while no worker runs, then the event; events name
 
   const pending = await eventsGet(hq.operator, [tenant.slug, messageId]);
   t.is(pending.status, 'pending');
+  t.like(pending, { withinLimits: true, limitReason: null, drivesJourneys: true }, 'whether it may drive journeys, before it is stored');
   t.is(pending.messageId, messageId);
   t.is(typeof pending.receivedAt, 'number');
   t.like(pending.event, { messageId, event: 'Order Completed', properties: { total: 42 } });
