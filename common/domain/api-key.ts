@@ -53,9 +53,11 @@ function fromAuthorization(value: string | undefined): string | null {
   if (token === '') return null;
   if (scheme === 'bearer') return token;
   if (scheme === 'basic') {
-    // Key as username, password ignored. Malformed base64 decodes to garbage,
-    // which then fails as an invalid (not missing) key.
+    // Key as username, password ignored. Malformed base64 decodes to garbage, or to
+    // nothing at all: either way a credential was sent, so it fails as an invalid (not
+    // missing) key. Only an explicitly empty username (`:`) is no key.
     const decoded = Buffer.from(token, 'base64').toString('utf8');
+    if (decoded === '') return token;
     const colon = decoded.indexOf(':');
     const username = colon === -1 ? decoded : decoded.slice(0, colon);
     return username === '' ? null : username;

@@ -319,6 +319,7 @@ test.serial('All three endpoints: arbitrary Content-Type, Authorization, X-Api-K
       { header: 'Bearer', key: 'missing' },
       { header: 'Basic', key: 'missing' },
       { header: `Basic ${b64(':x')}`, key: 'missing' },
+      { header: 'Basic !!!', key: 'invalid' },
       { header: 'Bearer itk_nope', key: 'invalid' },
     ),
     headerValue.map((v): Auth => ({ header: v, key: 'missing-or-invalid' })),

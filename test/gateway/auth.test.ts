@@ -175,6 +175,8 @@ function authSuite(endpoint: Endpoint): void {
   test('no key', keyRefused, () => ({}), MESSAGES.missingApiKey);
   test('a blank X-Api-Key and no Authorization', keyRefused, () => ({ 'x-api-key': '   ' }), MESSAGES.missingApiKey);
   test('Bearer without a token', keyRefused, () => ({ authorization: 'Bearer ' }), MESSAGES.missingApiKey);
+  test('Basic with an empty username', keyRefused, () => ({ authorization: `Basic ${b64(':')}` }), MESSAGES.missingApiKey);
+  test('Basic with a credential that is not base64', keyRefused, () => ({ authorization: 'Basic !!!' }), MESSAGES.invalidApiKey);
   test('an unknown key', keyRefused, () => xApiKey(generateApiKey()), MESSAGES.invalidApiKey);
   test('a truncated key', keyRefused, (key) => xApiKey(key.slice(0, -1)), MESSAGES.invalidApiKey);
   test('the key prefix alone', keyRefused, (key) => xApiKey(key.slice(0, 4)), MESSAGES.invalidApiKey);

@@ -67,6 +67,7 @@ test('Basic without colon', extracts, { authorization: `Basic ${b64('itk_a')}` }
 test('Basic empty username', extracts, { authorization: `Basic ${b64(':itk_a')}` }, null);
 test('Basic empty decoded', extracts, { authorization: `Basic ${b64('')}` }, null);
 test('Basic no token', extracts, { authorization: 'Basic ' }, null);
+test('Basic not base64: a credential all the same (invalid, not missing)', extracts, { authorization: 'Basic !!!' }, '!!!');
 test('Basic non-ASCII username', extracts, { authorization: `Basic ${b64('clé:')}` }, 'clé');
 
 test('unknown scheme', extracts, { authorization: 'Token itk_a' }, null);
