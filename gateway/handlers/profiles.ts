@@ -1,6 +1,5 @@
 import type { RouterMiddleware } from '@koa/router';
 import type { Db } from '../../common/db.ts';
-import { stringifyJson } from '../../common/domain/json-text.ts';
 import { findProfile } from '../../common/store/profiles.ts';
 import { profileNotFound } from '../errors.ts';
 import type { IngestState } from '../state.ts';
@@ -11,15 +10,12 @@ export function profiles(deps: { db: Db }): RouterMiddleware<IngestState> {
     const userId = ctx.params.userId;
     const profile = await findProfile(deps.db, ctx.state.environment.id, userId);
     if (!profile) throw profileNotFound();
-    // Serialized here, not by Koa: a trait nested deeper than JSON.stringify recurses (Identify
-    // accepts what JSON.parse reads) would otherwise fail after the handler, as a plain-text 500.
-    ctx.type = 'application/json';
-    ctx.body = stringifyJson({
+    ctx.body = {
       org_slug: ctx.state.pathValue,
       user_id: userId,
       profile_id: profile.profileId,
       updated_at: profile.updatedAt,
       fields: profile.fields,
-    });
+    };
   };
 }

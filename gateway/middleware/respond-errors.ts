@@ -1,13 +1,21 @@
+import { Stream } from 'node:stream';
 import type { Middleware } from 'koa';
+import { stringifyJson } from '../../common/domain/json-text.ts';
 import type { Logger } from '../../common/logger.ts';
 import { ApiError, internal } from '../errors.ts';
 import { routeName, type IngestState } from '../state.ts';
 
-/** The one place an error becomes a response. Nothing of an unexpected error reaches the caller. */
+/**
+ * The one place an error becomes a response. Nothing of an unexpected error reaches the caller.
+ * JSON bodies are serialized here rather than by Koa after the middleware, so a value that
+ * cannot be written fails into the spec's JSON 500, never Koa's plain text; and with
+ * stringifyJson, caller data nested deeper than JSON.stringify recurses is written whole.
+ */
 export function respondErrors(log: Logger): Middleware<IngestState> {
   return async function respondErrors(ctx, next) {
     try {
       await next();
+      if (isJsonValue(ctx.body)) ctx.body = stringifyJson(ctx.body);
     } catch (err) {
       const known = err instanceof ApiError ? err : null;
       if (!known) {
@@ -19,4 +27,9 @@ export function respondErrors(log: Logger): Middleware<IngestState> {
       ctx.body = response.body;
     }
   };
+}
+
+/** What Koa would send as JSON: not a string, Buffer or stream. */
+function isJsonValue(body: unknown): body is object {
+  return typeof body === 'object' && body !== null && !Buffer.isBuffer(body) && !(body instanceof Stream);
 }
