@@ -3,7 +3,7 @@
 // (trait merge, consent resolution) applied, and the service events written to the outbox
 // in the same transaction as the change.
 import { randomUUID } from 'node:crypto';
-import type { Db, Tx } from '../db.ts';
+import { retryWriteConflicts, type Db, type Tx } from '../db.ts';
 import { addressAsOf, addressFromTraits, normalizeAddress, supersedes, toDecision, type Decision } from '../domain/consent.ts';
 import { joinableEmail } from '../domain/email.ts';
 import { jsonEqual } from '../domain/json-equal.ts';
@@ -94,48 +94,53 @@ async function applyInTransaction(
   now: number,
 ): Promise<IdentifyResult> {
   const userKey = toPgText(input.userId);
-  return db.$transaction(async (tx) => {
-    // Every call for one user runs one at a time; the profile row lock covers calls for other
-    // user IDs joined to the same profile. Locks are taken in intake_identify()'s order (user,
-    // profile, messageId): two calls on the two paths must never wait on each other in a cycle.
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`user:${env.id}:${userKey}`}, 0))`;
-    let profile = await lockProfileOf(tx, env.id, userKey);
-    const replay = await claimMessageId(tx, env.id, messageId, userKey, input, traitsText);
-    if (replay) return { kind: replay, messageId };
+  // Joining by email locks a second profile, found only inside the transaction: two calls can
+  // each hold the profile the other needs (two users swapping emails). PostgreSQL then rolls
+  // one back whole, and running it again gives the result of the two calls in turn.
+  return retryWriteConflicts(() =>
+    db.$transaction(async (tx) => {
+      // Every call for one user runs one at a time; the profile row lock covers calls for other
+      // user IDs joined to the same profile. Locks are taken in intake_identify()'s order (user,
+      // profile, messageId): two calls on the two paths must never wait on each other in a cycle.
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`user:${env.id}:${userKey}`}, 0))`;
+      let profile = await lockProfileOf(tx, env.id, userKey);
+      const replay = await claimMessageId(tx, env.id, messageId, userKey, input, traitsText);
+      if (replay) return { kind: replay, messageId };
 
-    const joinEmail = env.features.includes('join-by-email') ? joinableEmail(input.traits.email) : null;
-    if (joinEmail) profile = await joinByEmail(tx, env.id, userKey, profile, joinEmail);
-    if (!profile) profile = await createProfile(tx, env.id, userKey, callTime);
+      const joinEmail = env.features.includes('join-by-email') ? joinableEmail(input.traits.email) : null;
+      if (joinEmail) profile = await joinByEmail(tx, env.id, userKey, profile, joinEmail);
+      if (!profile) profile = await createProfile(tx, env.id, userKey, callTime);
 
-    const merged = mergeTraits(readState(profile), input.traits, callTime);
-    await tx.$executeRaw`
+      const merged = mergeTraits(readState(profile), input.traits, callTime);
+      await tx.$executeRaw`
       UPDATE profiles SET fields = ${stringifyJson(merged.fields)}, trait_times = ${JSON.stringify(merged.times)},
         updated_at = ${new Date(merged.updatedAt)}, email = ${joinableEmail(merged.fields.email)}
       WHERE id = ${profile.id}::uuid`;
-    await recordAddressClaims(tx, profile.id, input.traits, callTime);
+      await recordAddressClaims(tx, profile.id, input.traits, callTime);
 
-    const outbox: { kind: string; payload: unknown }[] = [];
-    if (merged.changed.length) {
-      outbox.push({
-        kind: SERVICE_EVENTS.profileFieldsChanged,
-        payload: {
-          userId: input.userId,
-          profileId: profile.id,
-          messageId,
-          at: callTime,
-          changed: Object.fromEntries(merged.changed.map((k) => [k, merged.fields[k]])),
-        },
-      });
-    }
-    for (const change of await resolveConsent(tx, env.id, profile.id, input, callTime, now)) {
-      outbox.push({ kind: SERVICE_EVENTS.subscriptionChanged, payload: { userId: input.userId, profileId: profile.id, messageId, ...change } });
-    }
-    if (outbox.length) {
-      await writeOutbox(tx, env.id, outbox);
-      await tx.$executeRaw`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`;
-    }
-    return { kind: 'applied' as const, messageId };
-  }, TRANSACTION);
+      const outbox: { kind: string; payload: unknown }[] = [];
+      if (merged.changed.length) {
+        outbox.push({
+          kind: SERVICE_EVENTS.profileFieldsChanged,
+          payload: {
+            userId: input.userId,
+            profileId: profile.id,
+            messageId,
+            at: callTime,
+            changed: Object.fromEntries(merged.changed.map((k) => [k, merged.fields[k]])),
+          },
+        });
+      }
+      for (const change of await resolveConsent(tx, env.id, profile.id, input, callTime, now)) {
+        outbox.push({ kind: SERVICE_EVENTS.subscriptionChanged, payload: { userId: input.userId, profileId: profile.id, messageId, ...change } });
+      }
+      if (outbox.length) {
+        await writeOutbox(tx, env.id, outbox);
+        await tx.$executeRaw`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`;
+      }
+      return { kind: 'applied' as const, messageId };
+    }, TRANSACTION),
+  );
 }
 
 /**

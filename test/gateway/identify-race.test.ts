@@ -266,3 +266,34 @@ test('consent decisions for one address raced: the newest wins whatever the arri
   t.is((await identify(1, tenant, consentCall(userId, email, 'granted', BASE + 1000))).status, 200);
   t.like(await decision(email), { status: 'withdrawn', decidedAt: BASE + 5000 });
 });
+
+test('join-by-email calls racing (two users swapping emails, two users sending one email) all answer 200 and end as if applied in turn', async (t) => {
+  const tenant = await newTenant(h, 'join-by-email');
+  for (let round = 0; round < 8; round++) {
+    const [a, b, c, d] = [uid('a'), uid('b'), uid('c'), uid('d')];
+    const [e1, e2, e3] = [`${uid('one')}@shop.io`, `${uid('two')}@shop.io`, `${uid('three')}@shop.io`];
+    const setup = await race(tenant, [
+      { userId: a, traits: { email: e1 } },
+      { userId: b, traits: { email: e2 } },
+      { userId: c, traits: { email: e3 } },
+    ]);
+    t.deepEqual(
+      setup.map((r) => r.status),
+      [200, 200, 200],
+    );
+    // a and b each take the other's email; d joins c's email while c sends it again.
+    const replies = await race(tenant, [
+      { userId: a, traits: { email: e2, p: 1 } },
+      { userId: b, traits: { email: e1, q: 1 } },
+      { userId: d, traits: { email: e3, r: 1 } },
+      { userId: c, traits: { email: e3, s: 1 } },
+    ]);
+    t.deepEqual(
+      replies.map((r) => `${r.status} ${r.text}`.slice(0, 60)),
+      replies.map((r) => `200 ${r.text}`.slice(0, 60)),
+    );
+    const [pc, pd] = await Promise.all([readProfile(tenant, c), readProfile(tenant, d)]);
+    t.is(pc.json.profile_id, pd.json.profile_id, 'd joined c');
+    t.like(pc.json.fields, { email: e3, r: 1, s: 1 });
+  }
+});
