@@ -75,13 +75,13 @@ async function main(argv: string[]): Promise<number> {
     case 'worker':
       return runProcess(config, 'worker', async (db, log) => [await startWorkers({ config, db, log })]);
     case 'dashboard':
-      return runProcess(config, 'dashboard', async (_db, log) => [await startDashboard({ config, log })]);
+      return runProcess(config, 'dashboard', async (db, log) => [await startDashboard({ config, db, log })]);
     case 'dev':
       await migrate(config.databaseUrl);
       return runProcess(config, 'dev', async (db, log) => [
         await startWorkers({ config, db, log }),
         await startGateway({ config, db, log }),
-        ...(await devDashboard(config, log)),
+        ...(await devDashboard(config, db, log)),
       ]);
   }
   const run = operators[command]?.[sub ?? ''];
@@ -93,9 +93,9 @@ async function main(argv: string[]): Promise<number> {
  * On a laptop the dashboard is a convenience: a taken DASHBOARD_PORT (another checkout's `dev`,
  * say) must not stop the gateway and worker, so it is skipped with a warning.
  */
-async function devDashboard(config: Config, log: Logger): Promise<{ close(): Promise<void> }[]> {
+async function devDashboard(config: Config, db: Db, log: Logger): Promise<{ close(): Promise<void> }[]> {
   try {
-    return [await startDashboard({ config, log })];
+    return [await startDashboard({ config, db, log })];
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
     log.warn({ port: config.dashboardPort }, 'dashboard not started: DASHBOARD_PORT is in use');

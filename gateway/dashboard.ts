@@ -7,6 +7,10 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import type { Queue } from 'bullmq';
 import Koa from 'koa';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Db } from '../common/db.ts';
+import { registerQueueDepth } from '../common/queue-depth.ts';
+import { healthz, metrics, readyz } from './handlers/health.ts';
 import type { Config } from '../common/config.ts';
 import { drain, listen } from '../common/listen.ts';
 import type { Logger } from '../common/logger.ts';
@@ -33,8 +37,8 @@ type DashboardConfig = Pick<
 >;
 
 /** Listen on config.dashboardPort (0 picks a free one); rejects when the port is taken. */
-export async function startDashboard(deps: { config: DashboardConfig; log: Logger }): Promise<Dashboard> {
-  const { config, log } = deps;
+export async function startDashboard(deps: { config: DashboardConfig; db: Db; log: Logger }): Promise<Dashboard> {
+  const { config, db, log } = deps;
   // The port is taken before anything else is opened, so a taken port (which `intake dev`
   // tolerates) leaves no Redis connection behind.
   const server = http.createServer();
@@ -47,7 +51,12 @@ export async function startDashboard(deps: { config: DashboardConfig; log: Logge
   // The same factories as the producers, so a job added from the dashboard gets the product's retry policy.
   const queues = [createEventsQueue(config, redis), createServiceEventsQueue(config, redis)];
   for (const queue of queues) queue.on('error', (err) => log.warn({ err: err.message, queue: queue.name }, 'dashboard queue'));
-  server.on('request', createDashboardApp({ config, queues, log }).callback());
+  // Like every process: /healthz, /readyz and /metrics, open (no dashboard credentials).
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  registerQueueDepth(registry, Object.fromEntries(queues.map((queue) => [queue.name, queue])), 1000);
+  const probes = { readyz: readyz({ db, redis }), metrics: metrics(registry) };
+  server.on('request', createDashboardApp({ config, queues, probes, log }).callback());
 
   if (!config.dashboardPassword) {
     log.warn(
@@ -69,9 +78,9 @@ export async function startDashboard(deps: { config: DashboardConfig; log: Logge
   };
 }
 
-/** healthz (open) → basic auth when a password is set → bull-board (UI at /, JSON API under /api). */
-function createDashboardApp(deps: { config: DashboardConfig; queues: Queue[]; log: Logger }): Koa {
-  const { config, queues, log } = deps;
+/** healthz, readyz and metrics (open) → basic auth when a password is set → bull-board (UI at /, JSON API under /api). */
+function createDashboardApp(deps: { config: DashboardConfig; queues: Queue[]; probes: { readyz: Koa.Middleware; metrics: Koa.Middleware }; log: Logger }): Koa {
+  const { config, queues, probes, log } = deps;
   const board = new KoaAdapter();
   createBullBoard({
     queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: config.dashboardReadOnly })),
@@ -85,8 +94,11 @@ function createDashboardApp(deps: { config: DashboardConfig; queues: Queue[]; lo
   app.on('error', (err: Error) => log.warn({ err: err.message }, 'dashboard request failed'));
   app.use(requestLog(log));
   app.use(async (ctx, next) => {
-    if (ctx.path !== '/healthz' || ctx.method !== 'GET') return next();
-    ctx.body = { status: 'ok' };
+    if (ctx.method !== 'GET') return next();
+    if (ctx.path === '/healthz') return healthz(ctx, next);
+    if (ctx.path === '/readyz') return probes.readyz(ctx, next);
+    if (ctx.path === '/metrics') return probes.metrics(ctx, next);
+    return next();
   });
   if (config.dashboardPassword) app.use(basicAuth(config.dashboardUser, config.dashboardPassword));
   app.use(board.registerPlugin());

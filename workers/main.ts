@@ -44,7 +44,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
       const started = performance.now();
       await persist(job.data);
       metrics.events.inc({ outcome: 'stored' });
-      log.debug({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade + 1, ms: Math.round(performance.now() - started) }, 'event persisted');
+      log.info({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade + 1, ms: Math.round(performance.now() - started) }, 'event persisted');
     },
     {
       connection,
@@ -77,8 +77,9 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
   const serviceEvents = new Worker<ServiceEventJob>(
     SERVICE_EVENTS_QUEUE,
     async (job) => {
+      const started = performance.now();
       if (job.data.kind === SERVICE_EVENTS.profileFieldsChanged) await journeys.handleProfileChange(job.data);
-      log.debug({ queue: SERVICE_EVENTS_QUEUE, jobId: job.id, kind: job.data.kind }, 'service event');
+      log.info({ queue: SERVICE_EVENTS_QUEUE, jobId: job.id, kind: job.data.kind, ms: Math.round(performance.now() - started) }, 'service event handled');
     },
     { connection, prefix: config.queuePrefix, concurrency: config.workerConcurrency, lockDuration: config.workerLockMs },
   );
@@ -93,6 +94,12 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
   const metricsServer = await serveWorkerMetrics(metrics.registry, { port: config.workerMetricsPort, host: config.host, log, ready });
   await Promise.all([events.waitUntilReady(), serviceEvents.waitUntilReady()]).catch(() => {});
   log.info({ concurrency: config.workerConcurrency, metricsPort: metricsServer.port }, 'worker started');
+  if (config.journeyGraceMs < config.enqueueTimeoutMs) {
+    log.warn(
+      { journeyGraceMs: config.journeyGraceMs, enqueueTimeoutMs: config.enqueueTimeoutMs },
+      'JOURNEY_GRACE_MS is below ENQUEUE_TIMEOUT_MS: a journey may move on before an event answered 202 reaches the queue',
+    );
+  }
   return {
     async close() {
       await relay.close();

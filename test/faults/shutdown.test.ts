@@ -121,7 +121,7 @@ test('a gateway, worker and dashboard closed the moment they start close cleanly
     await gateway.close();
     const workers = await startWorkers({ config: { ...h.config, workerMetricsPort: 0 }, db: h.db, log });
     await workers.close();
-    const dashboard = await startDashboard({ config: { ...h.config, dashboardPort: 0 }, log });
+    const dashboard = await startDashboard({ config: { ...h.config, dashboardPort: 0 }, db: h.db, log });
     await dashboard.close();
   }
   // An unhandled 'error' event would have failed this test file before reaching here.

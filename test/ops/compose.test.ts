@@ -15,7 +15,7 @@ import { createLogger } from '../../common/logger.ts';
 import { startDashboard } from '../../gateway/dashboard.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
-import { openHarness, testConfig, testEnv } from '../helpers/services.ts';
+import { openHarness } from '../helpers/services.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const composeFile = path.join(root, 'docker-compose.yml');
@@ -167,8 +167,10 @@ test.serial('the worker health check passes only while this host holds a worker 
 });
 
 test.serial('the dashboard health check passes against a running dashboard', async (t) => {
-  const config = testConfig(testEnv({ DASHBOARD_PORT: '0', DASHBOARD_PASSWORD: 'x' }));
-  const board = await startDashboard({ config, log: createLogger('silent', 'test-dashboard') });
+  const h = await openHarness({ DASHBOARD_PORT: '0', DASHBOARD_PASSWORD: 'x' });
+  t.teardown(() => h.close());
+  const config = h.config;
+  const board = await startDashboard({ config, db: h.db, log: createLogger('silent', 'test-dashboard') });
   t.teardown(() => board.close());
   t.true(await healthy('dashboard', { DASHBOARD_PORT: String(board.port) }));
   await board.close();

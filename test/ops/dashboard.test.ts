@@ -11,7 +11,9 @@ import { createLogger } from '../../common/logger.ts';
 import { EVENTS_QUEUE, SERVICE_EVENTS_QUEUE } from '../../common/queues.ts';
 import { createRedis } from '../../common/redis.ts';
 import { startDashboard, type Dashboard } from '../../gateway/dashboard.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { request } from '../helpers/http.ts';
+import { createDb } from '../../common/db.ts';
 import { migrateOnce, testConfig, testEnv } from '../helpers/services.ts';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/intake.js');
@@ -26,7 +28,9 @@ test.after.always(async () => {
 
 async function dashboard(overrides: Record<string, string> = {}): Promise<{ url: string; config: Config; board: Dashboard }> {
   const config = testConfig(testEnv({ DASHBOARD_PORT: '0', DASHBOARD_PASSWORD: PASSWORD, ...overrides }));
-  const board = await startDashboard({ config, log: createLogger('silent', 'test-dashboard') });
+  const db = createDb(config);
+  opened.push({ close: () => db.$disconnect() });
+  const board = await startDashboard({ config, db, log: createLogger('silent', 'test-dashboard') });
   opened.push(board);
   return { url: `http://127.0.0.1:${board.port}`, config, board };
 }
@@ -50,11 +54,23 @@ async function failedJob(config: Config): Promise<{ id: string; queue: Queue }> 
   return { id: job.id!, queue };
 }
 
-test('GET /healthz answers without credentials when a password is set', async (t) => {
+test('GET /healthz, /readyz and /metrics answer without credentials when a password is set', async (t) => {
   const { url } = await dashboard();
   const res = await request(url, '/healthz', { method: 'GET' });
   t.is(res.status, 200);
   t.deepEqual(res.json, { status: 'ok' });
+  // Ready once its connections are up (right after start they may still be opening).
+  const ready = await eventually(async () => {
+    const reply = await request(url, '/readyz', { method: 'GET' });
+    return reply.status === 200 ? reply : null;
+  });
+  t.deepEqual(ready?.json, { status: 'ready', postgres: true, redis: true });
+  const metrics = await request(url, '/metrics', { method: 'GET' });
+  t.is(metrics.status, 200);
+  t.regex(metrics.text, /^intake_queue_jobs\{queue="events",state="waiting"\} \d+$/m);
+  t.regex(metrics.text, /^process_resident_memory_bytes \d+/m);
+  // Only GET, and nothing else of the dashboard without credentials.
+  t.is((await request(url, '/metrics', { method: 'POST', body: {} })).status, 401);
 });
 
 test('without credentials: 401 with a Basic challenge, on the page and on the API', async (t) => {

@@ -25,7 +25,10 @@ test.before(async () => {
   h = await openHarness({ JOURNEY_TICK_MS: '50', JOURNEY_GRACE_MS: '1000', WORKER_BATCH_WAIT_MS: '2' });
   gateway = await gatewayInProcess(h);
   // Two worker processes: every rule below must hold when runs are shared between them.
-  workers = await Promise.all([spawnIntake('worker', h.env), spawnIntake('worker', h.env)]);
+  // allSettled: if one fails to start, the other is still killed after.
+  const started = await Promise.allSettled([spawnIntake('worker', h.env), spawnIntake('worker', h.env)]);
+  workers = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  for (const s of started) if (s.status === 'rejected') throw s.reason;
   dir = await mkdtemp(path.join(tmpdir(), 'intake-journeys-'));
 });
 
