@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createDb } from '../../common/db.ts';
 import { createLogger } from '../../common/logger.ts';
 import { startGateway } from '../../gateway/server.ts';
 import { startWorkers } from '../../workers/main.ts';
@@ -10,10 +11,21 @@ import type { Harness } from './services.ts';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/intake.js');
 
-export async function gatewayInProcess(h: Harness) {
+/**
+ * `ownPool`: the gateway gets connections of its own, as a separate process would, so a test
+ * polling the database hard through the harness cannot make its requests wait for one.
+ */
+export async function gatewayInProcess(h: Harness, options: { ownPool?: boolean } = {}) {
+  const db = options.ownPool ? createDb(h.config) : h.db;
   // TEST_LOG_LEVEL=error (say) shows what in-process gateways and workers log while debugging a test.
-  const gateway = await startGateway({ config: h.config, db: h.db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'test-gateway') });
-  return { url: `http://127.0.0.1:${gateway.port}`, close: () => gateway.close() };
+  const gateway = await startGateway({ config: h.config, db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'test-gateway') });
+  return {
+    url: `http://127.0.0.1:${gateway.port}`,
+    async close() {
+      await gateway.close();
+      if (db !== h.db) await db.$disconnect();
+    },
+  };
 }
 
 export async function workerInProcess(h: Harness) {

@@ -23,7 +23,7 @@ let dir: string;
 
 test.before(async () => {
   h = await openHarness({ JOURNEY_TICK_MS: '50', JOURNEY_GRACE_MS: '1000', WORKER_BATCH_WAIT_MS: '2' });
-  gateway = await gatewayInProcess(h);
+  gateway = await gatewayInProcess(h, { ownPool: true });
   // Two worker processes: every rule below must hold when runs are shared between them.
   // allSettled: if one fails to start, the other is still killed after.
   const started = await Promise.allSettled([spawnIntake('worker', h.env), spawnIntake('worker', h.env)]);
@@ -37,6 +37,9 @@ test.after.always(async () => {
   await gateway?.close();
   await h?.close();
 });
+
+/** Waits and windows in the tests below: long enough for a few requests on a busy machine. */
+const WAIT_MS = 8000;
 
 type Stats = { entered: number; active: number; completed: number; exited: number; converted: number };
 type Run = Awaited<ReturnType<typeof journeyRuns>>[number];
@@ -153,7 +156,7 @@ test('waitUntil ends when the same user sends the event, and at its timeout othe
   const tenant = await newTenant(h);
   const id = await journey(tenant, {
     ...signedUp,
-    steps: [{ waitUntil: { event: 'Activated', timeoutMs: 4000 } }, { send: { channel: 'email', template: 'welcome' } }],
+    steps: [{ waitUntil: { event: 'Activated', timeoutMs: WAIT_MS } }, { send: { channel: 'email', template: 'welcome' } }],
   });
   await track(tenant, { userId: 'quick' });
   await track(tenant, { userId: 'slow' });
@@ -165,12 +168,12 @@ test('waitUntil ends when the same user sends the event, and at its timeout othe
   const quick = await eventually(async () => (await runs(tenant, id, 'quick')).find((r) => r.status === 'completed'));
   t.truthy(quick, 'quick completed');
   const received = await h.db.event.findMany({ where: { environmentId: tenant.environmentId }, select: { userId: true, event: true, receivedAt: true } });
-  t.true(quick!.endedAt! < quick!.enteredAt + 4000, `ended by the event, before the timeout: ${JSON.stringify({ quick, received })}`);
+  t.true(quick!.endedAt! < quick!.enteredAt + WAIT_MS, `ended by the event, before the timeout: ${JSON.stringify({ quick, received })}`);
   t.is(quick!.messages.length, 1);
 
   await statsBecome(t, tenant, id, { active: 0, completed: 2 });
   const slow = (await runs(tenant, id, 'slow'))[0];
-  t.is(slow.endedAt, slow.enteredAt + 4000, 'the timeout ends the wait at entry + timeoutMs');
+  t.is(slow.endedAt, slow.enteredAt + WAIT_MS, 'the timeout ends the wait at entry + timeoutMs');
   t.is(slow.messages.length, 1, 'the step after the wait ran once');
 });
 
@@ -213,7 +216,7 @@ test('exitOn ends the run; later steps do not happen', async (t) => {
 
 test('the goal counts a conversion once per run, inside the window only', async (t) => {
   const tenant = await newTenant(h);
-  const windowMs = 4000;
+  const windowMs = WAIT_MS;
   const id = await journey(tenant, { ...signedUp, steps: [{ delay: { ms: 600_000 } }], goal: { event: 'Purchased', windowMs } });
   await track(tenant, { userId: 'buyer' });
   const late = await track(tenant, { userId: 'late-buyer' });
