@@ -59,10 +59,11 @@ operator commands (one JSON document on stdout):
 
 async function main(argv: string[]): Promise<number> {
   const [command, sub, ...rest] = argv;
-  if (!command || command === 'help' || command === '--help') {
+  if (command === 'help' || command === '--help') {
     console.log(USAGE);
-    return command ? 0 : 2;
+    return 0;
   }
+  if (!command) throw new UsageError('expected a command');
   const config = loadConfig();
   switch (command) {
     case 'migrate': {

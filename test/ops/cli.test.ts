@@ -59,6 +59,11 @@ test('errors are one line on stderr: usage (exit 2) and operator errors (exit 1)
   t.is(usage.code, 2);
   t.is(usage.stdout, '');
   t.regex(usage.stderr, /^intake: expected <org-slug> <journey-id> \(intake help lists the commands\)\n$/);
+  const none = await run(process.execPath, [bin], { env }).catch((e) => e);
+  t.is(none.code, 2);
+  t.is(none.stderr, 'intake: expected a command (intake help lists the commands)\n');
+  const help = await run(process.execPath, [bin, 'help'], { env });
+  t.regex(help.stdout, /^usage: intake /m);
   const missing = await run(process.execPath, [bin, 'key', 'list', 'no-such-org-here'], { env }).catch((e) => e);
   t.is(missing.code, 1);
   t.is(missing.stderr, 'intake: organization no-such-org-here does not exist\n');
