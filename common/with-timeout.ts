@@ -19,3 +19,9 @@ export function answersWithinASecond(probe: Promise<unknown>): Promise<boolean> 
     () => false,
   );
 }
+
+/** What every process's /readyz reports: PostgreSQL and Redis each answer within a second. */
+export async function readiness(deps: { db: { $queryRaw(query: TemplateStringsArray): Promise<unknown> }; redis: { ping(): Promise<unknown> } }) {
+  const [postgres, redis] = await Promise.all([answersWithinASecond(deps.db.$queryRaw`SELECT 1`), answersWithinASecond(deps.redis.ping())]);
+  return { postgres, redis };
+}

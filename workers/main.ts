@@ -12,7 +12,7 @@ import {
   type ServiceEventJob,
 } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
-import { answersWithinASecond } from '../common/with-timeout.ts';
+import { readiness } from '../common/with-timeout.ts';
 import { SERVICE_EVENTS } from '../common/store/outbox.ts';
 import { startJourneyTimers } from './journey-timers.ts';
 import { createWorkerMetrics, serveWorkerMetrics } from './metrics.ts';
@@ -38,12 +38,14 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     waitMs: config.workerBatchWaitMs,
     onBatch: (n) => metrics.batchSize.observe(n),
   });
+  // Made once: a labelled inc() builds its label key on every call, and this runs per event.
+  const storedEvents = metrics.events.labels({ outcome: 'stored' });
   const events = new Worker<EventJob>(
     EVENTS_QUEUE,
     async (job) => {
       const started = performance.now();
       await persist(job.data);
-      metrics.events.inc({ outcome: 'stored' });
+      storedEvents.inc();
       log.info({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade + 1, ms: Math.round(performance.now() - started) }, 'event persisted');
     },
     {
@@ -87,10 +89,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
   const relay = startOutboxRelay({ config, db, queue: relayQueue, log });
   const timers = startJourneyTimers({ engine: journeys, tickMs: config.journeyTickMs, log });
 
-  const ready = async () => {
-    const [postgres, redis] = await Promise.all([answersWithinASecond(db.$queryRaw`SELECT 1`), answersWithinASecond(connection.ping())]);
-    return { postgres, redis };
-  };
+  const ready = () => readiness({ db, redis: connection });
   const metricsServer = await serveWorkerMetrics(metrics.registry, { port: config.workerMetricsPort, host: config.host, log, ready });
   await Promise.all([events.waitUntilReady(), serviceEvents.waitUntilReady()]).catch(() => {});
   log.info({ concurrency: config.workerConcurrency, metricsPort: metricsServer.port }, 'worker started');

@@ -40,9 +40,13 @@ export async function eventsGet(deps: OperatorDeps, argv: string[]) {
 
 /** A queued job's event, with the journey limits the worker will record; the raw text when it is not JSON (a job failed for exactly that). */
 function queuedEvent(payload: string) {
-  const event = parsePayload(payload);
-  if (typeof event === 'string') return { withinLimits: false, limitReason: null, drivesJourneys: false, event };
-  return { ...journeyEligibility(event as TrackEvent), event };
+  let event: TrackEvent;
+  try {
+    event = JSON.parse(payload) as TrackEvent;
+  } catch {
+    return { withinLimits: false, limitReason: null, drivesJourneys: false, event: payload };
+  }
+  return { ...journeyEligibility(event), event };
 }
 
 /** A job's payload as JSON, or as the raw text when it is not. */

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import type { Registry } from 'prom-client';
 import type { Db } from '../../common/db.ts';
 import type { Redis } from '../../common/redis.ts';
-import { answersWithinASecond } from '../../common/with-timeout.ts';
+import { readiness } from '../../common/with-timeout.ts';
 
 /** Process is up. */
 export const healthz: Middleware = async function healthz(ctx) {
@@ -12,7 +12,7 @@ export const healthz: Middleware = async function healthz(ctx) {
 /** PostgreSQL and Redis both answer within a second. */
 export function readyz(deps: { db: Db; redis: Redis }): Middleware {
   return async function readyz(ctx) {
-    const [postgres, redis] = await Promise.all([answersWithinASecond(deps.db.$queryRaw`SELECT 1`), answersWithinASecond(deps.redis.ping())]);
+    const { postgres, redis } = await readiness(deps);
     ctx.status = postgres && redis ? 200 : 503;
     ctx.body = { status: postgres && redis ? 'ready' : 'unavailable', postgres, redis };
   };
