@@ -1,31 +1,39 @@
 // npm run bench — measures intake on this machine against the local PostgreSQL and Redis.
 // It starts what it measures (gateway, worker, the reference server) as separate processes,
-// drives load with autocannon from this process, and prints one table plus a JSON line per
-// scenario. Every intake throughput figure is also given as a ratio to the reference
-// "Koa + one queue.add() per request" server measured in the same run, so the figures survive
-// a noisy machine.
+// drives Track load with wrk (a C load generator: it leaves the cores to the servers; Debian
+// package `wrk`) and Identify/Profiles/memory load with autocannon, and prints one table plus a
+// JSON line per scenario. Every figure that has a yardstick is given as a ratio to it, measured
+// in the same run and in alternating rounds (medians of BENCH_ROUNDS, default 3), so the ratios
+// survive a noisy machine:
+// - Track against the naive "Koa + one queue.add() per request" server (bench/reference-server.ts);
+// - one worker draining a queued backlog against PostgreSQL's own 500-row
+//   `INSERT … ON CONFLICT DO NOTHING` into a copy of the events table (same indexes), one connection.
+// Then the end to end scenario: a gateway and one worker at the gateway's maximum rate for
+// BENCH_E2E_SECONDS (60): accepted/s, stored/s, and what is still queued at the end.
 //
-// BENCH_DURATION (seconds per load scenario, default 10), BENCH_CONNECTIONS (default 50),
-// BENCH_PROFILE=1 (CPU profile of the gateway, summarized at the end),
+// BENCH_DURATION (seconds per load round, default 10), BENCH_CONNECTIONS (default 50),
+// BENCH_PROFILE=1 (CPU profiles of the gateway and the drain's worker, summarized at the end),
 // BENCH_DRAIN_EVENTS (default 100000), BENCH_ONLY (comma list of scenario names: reference,
 // track, identify, profiles, drain, e2e, memory), BENCH_MEMORY_SECONDS (default 300).
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
-import { Job } from 'bullmq';
+import pg from 'pg';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
 import { openOperator } from '../cli/operator.ts';
 import { loadConfig } from '../common/config.ts';
 import { createDb } from '../common/db.ts';
+import { identityHash } from '../common/domain/identity-hash.ts';
 import { migrate } from '../common/migrate.ts';
-import { createEventsQueue, jobIdFor, type EventJob } from '../common/queues.ts';
+import { createEventsQueue, eventBatchName, type QueuedEvent } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
 import { runScript, startProcess, stopProcess } from './processes.mts';
 import { summarizeProfile } from './cpu-profile.mts';
+import { benchIdentifyAndProfiles } from './identify-bench.mts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -96,6 +104,57 @@ function trackRequests(runId: string) {
   ];
 }
 
+/** wrk must be installed; say how when it is not. */
+function requireWrk() {
+  try {
+    execFileSync('wrk', ['--version'], { stdio: 'ignore' });
+  } catch (err) {
+    // `wrk --version` exits 1 after printing its banner; only a missing binary is a problem.
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return;
+    console.error('bench: wrk is not installed. On Debian/Ubuntu: apt-get update && apt-get install -y wrk');
+    process.exit(1);
+  }
+}
+
+const WRK_THREADS = process.env.BENCH_WRK_THREADS ?? '1';
+
+/** Track load with wrk and bench/wrk/track.lua: unique messageIds, 2xx per second and latency percentiles. */
+function wrkTrack(url: string, opts: { runId: string; apiKey?: string; duration?: number; connections?: number }) {
+  const duration = opts.duration ?? DURATION;
+  const args = ['-t', WRK_THREADS, '-c', String(opts.connections ?? CONNECTIONS), '-d', `${duration}s`, '--timeout', '10s', '-s', 'bench/wrk/track.lua', url];
+  const env = { ...process.env, BENCH_RUN_ID: opts.runId, BENCH_API_KEY: opts.apiKey ?? '', BENCH_PROPERTIES: PROPERTIES };
+  return new Promise<Load>((resolve, reject) => {
+    const child = spawn('wrk', args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => {
+      const line = /WRK_RESULT (\{.*\})/.exec(out);
+      if (code !== 0 || !line) return reject(new Error(`wrk exited with ${code}:\n${out}`));
+      const r = JSON.parse(line[1]) as Record<string, number>;
+      const seconds = r.duration_us / 1e6;
+      const ok = r.requests - r.non2xx;
+      resolve({
+        reqPerSec: Math.round(ok / seconds),
+        p50: Math.round(r.p50_us / 100) / 10,
+        p99: Math.round(r.p99_us / 100) / 10,
+        errors: r.non2xx + r.connect + r.read + r.write + r.timeout,
+        ok,
+        duration: seconds,
+      });
+    });
+  });
+}
+
+interface Load {
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  ok: number;
+  duration: number;
+}
+
 async function load(
   url: string,
   opts: { headers?: Record<string, string>; requests?: unknown[]; method?: 'GET' | 'POST'; connections?: number; duration?: number; overallRate?: number },
@@ -121,7 +180,8 @@ async function load(
 }
 
 async function main() {
-  console.error(`bench: ${DURATION}s per scenario, ${CONNECTIONS} connections, prefix ${prefix}`);
+  requireWrk();
+  console.error(`bench: ${DURATION}s per round, ${CONNECTIONS} connections, prefix ${prefix}`);
   await migrate(DATABASE_URL);
   const config = loadConfig({ ...process.env, DATABASE_URL, REDIS_URL, QUEUE_PREFIX: prefix });
   const db = createDb(config);
@@ -140,7 +200,7 @@ async function main() {
   // The reference and intake's Track are measured alternately, BENCH_ROUNDS (3) rounds each,
   // and compared by their medians: this VM's speed drifts by tens of percent within minutes.
   const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-  let reference: Awaited<ReturnType<typeof load>> | undefined;
+  let reference: Load | undefined;
   let trackMax = 0;
   // BENCH_PROFILE=1: the gateway runs under `node --cpu-prof`; its profile is summarized at the end.
   // The drain's worker is profiled too, into its own directory.
@@ -156,13 +216,13 @@ async function main() {
       : null;
     const refUrl = `http://127.0.0.1:3199/api/track/${slug}`;
     const trackUrl = `${base}/api/track/${slug}`;
-    if (ref) await load(refUrl, { requests: trackRequests('warm-ref'), duration: 3 });
-    await load(trackUrl, { headers, requests: trackRequests('warm'), duration: 3 });
-    const refRuns: Awaited<ReturnType<typeof load>>[] = [];
-    const trackRuns: Awaited<ReturnType<typeof load>>[] = [];
+    if (ref) await wrkTrack(refUrl, { runId: `${prefix}-warm-ref`, duration: 3 });
+    await wrkTrack(trackUrl, { runId: `${prefix}-warm`, apiKey: key, duration: 3 });
+    const refRuns: Load[] = [];
+    const trackRuns: Load[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      if (ref) refRuns.push(await load(refUrl, { requests: trackRequests(`ref${round}`) }));
-      trackRuns.push(await load(trackUrl, { headers, requests: trackRequests(`track${round}`) }));
+      if (ref) refRuns.push(await wrkTrack(refUrl, { runId: `${prefix}-ref${round}` }));
+      trackRuns.push(await wrkTrack(trackUrl, { runId: `${prefix}-track${round}`, apiKey: key }));
     }
     if (ref) {
       await stop(ref.child);
@@ -181,108 +241,151 @@ async function main() {
     trackMax = r.reqPerSec;
     if (want('track'))
       report({
-        scenario: 'intake Track (all checks, group commit)',
+        scenario: 'intake Track (all checks, one queue job per group commit)',
         'req/s': r.reqPerSec,
         'p50 ms': r.p50,
         'p99 ms': r.p99,
         errors: r.errors,
         'x reference': ratio(r.reqPerSec),
+        'p99 x reference': reference ? Math.round((r.p99 / reference.p99) * 100) / 100 : '-',
         runs: trackRuns.map((x) => x.reqPerSec).join(' / '),
       });
   }
   if (want('identify') || want('profiles')) {
-    let n = 0;
-    const requests = [
-      {
-        method: 'POST',
-        setupRequest: (req: { body?: string }) => {
-          n++;
-          const user = n % 10000;
-          req.body = `{"userId":"user-${user}","traits":{"name":"User ${user}","plan":"p${n % 7}","visits":${n},"email":"user${user}@shop.io"}}`;
-          return req;
-        },
-      },
-    ];
-    const r = await load(`${base}/api/identify/${slug}`, { headers, requests });
-    if (want('identify'))
-      report({
-        scenario: 'intake Identify (10K users, merge + idempotency)',
-        'req/s': r.reqPerSec,
-        'p50 ms': r.p50,
-        'p99 ms': r.p99,
-        errors: r.errors,
-        'x reference': ratio(r.reqPerSec),
-      });
-  }
-
-  if (want('profiles')) {
-    // Reads the users Identify got to (user-0 upwards, in order), less the last few in flight when it stopped.
-    const identified = Number((await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM profile_users WHERE environment_id = ${env.id}::uuid`)[0].n);
-    const users = Math.max(1, identified - 100);
-    let n = 0;
-    const requests = [{ method: 'GET', setupRequest: (req: { path?: string }) => ((req.path = `/api/profiles/${slug}/user-${n++ % users}`), req) }];
-    const r = await load(`${base}/api/profiles/${slug}/user-0`, { headers, requests, method: 'GET' });
-    report({ scenario: `intake Profiles reads (${users} users)`, 'req/s': r.reqPerSec, 'p50 ms': r.p50, 'p99 ms': r.p99, errors: r.errors, 'x reference': ratio(r.reqPerSec) });
-  }
-
-  if (want('drain')) {
-    // Pre-fill the queue with valid jobs, then time one worker process emptying it.
-    await queue.obliterate({ force: true });
-    const before = await countRows();
-    const client = await queue.client;
-    for (let i = 0; i < DRAIN_EVENTS; i += 1000) {
-      const multi = client.multi();
-      for (let j = i; j < Math.min(i + 1000, DRAIN_EVENTS); j++) {
-        const messageId = `drain-${prefix}-${j}`;
-        const payload = `{"type":"track","messageId":"${messageId}","event":"Order Completed","userId":"user-${j % 10000}","anonymousId":null,"timestamp":"2026-01-01T10:00:00.000Z","properties":${PROPERTIES},"context":{},"integrations":{}}`;
-        const data: EventJob = { environmentId: env.id, messageId, receivedAt: Date.now(), timestampMs: Date.parse('2026-01-01T10:00:00Z'), payload };
-        const jobId = jobIdFor(env.id, messageId);
-        new Job(queue, 'track', data, { ...queue.jobsOpts, jobId }, jobId).addJob(multi as never).catch(() => {});
-      }
-      await multi.exec();
-    }
-    const started = performance.now();
-    const workerProfileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'intake-profile-worker-')) : null;
-    const worker = await start(profiled(workerProfileDir, ['bin/intake.js', 'worker']), serviceEnv(), /worker started/);
-    let stored = 0;
-    while (stored < DRAIN_EVENTS) {
-      await new Promise((r) => setTimeout(r, 200));
-      stored = (await countRows()) - before;
-      if (performance.now() - started > 300_000) break;
-    }
-    const seconds = (performance.now() - started) / 1000;
-    await stop(worker.child);
-    if (workerProfileDir) printProfile(workerProfileDir, 'worker (drain)');
-    report({
-      scenario: `worker drain (${DRAIN_EVENTS} queued events, 1 worker process)`,
-      'events/s': Math.round(stored / seconds),
-      stored,
-      seconds: Math.round(seconds * 10) / 10,
+    await benchIdentifyAndProfiles({
+      base,
+      slug,
+      headers,
+      databaseUrl: DATABASE_URL,
+      rounds: ROUNDS,
+      want,
+      load,
+      start,
+      stop,
+      report,
+      identifiedUsers: async () => Number((await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM profile_users WHERE environment_id = ${env.id}::uuid`)[0].n),
     });
   }
 
-  if (want('e2e')) {
-    // Track with a worker running. Unthrottled first; while the queue grows, step the rate
-    // down to what the worker persisted and try again, to find the rate it keeps up with.
-    await queue.obliterate({ force: true });
-    const worker = await start(['bin/intake.js', 'worker'], serviceEnv(), /worker started/);
-    let rate = Number(process.env.BENCH_E2E_RATE ?? 0);
-    for (let attempt = 0; attempt < 4; attempt++) {
-      const startRows = await countRows();
-      const r = await load(`${base}/api/track/${slug}`, { headers, requests: trackRequests(`e2e${attempt}`), ...(rate ? { overallRate: rate } : {}) });
-      const persistedRate = ((await countRows()) - startRows) / r.duration;
-      const waiting = (await queue.getJobCounts('waiting')).waiting;
-      report({
-        scenario: `end to end: Track ${rate ? `at ${rate} req/s` : 'unthrottled'}, 1 gateway + 1 worker`,
-        'accepted/s': r.reqPerSec,
-        'persisted/s': Math.round(persistedRate),
-        'queue depth': waiting,
-        'p99 ms': r.p99,
-      });
-      if (waiting <= r.reqPerSec * 0.1) break;
-      rate = Math.floor(persistedRate * 0.9);
-      while ((await queue.getJobCounts('waiting')).waiting > 0) await new Promise((res) => setTimeout(res, 500));
+  if (want('drain')) {
+    // One worker process emptying a queued backlog (batch jobs as the gateway writes them),
+    // alternated with PostgreSQL's own 500-row INSERT of the same rows into a copy of the events
+    // table (same indexes, one connection): the yardstick for what one worker could reach.
+    await db.$executeRawUnsafe('DROP TABLE IF EXISTS bench_events_copy');
+    await db.$executeRawUnsafe('CREATE TABLE bench_events_copy (LIKE events INCLUDING ALL)');
+    const drains: { rate: number }[] = [];
+    const inserts: { rate: number }[] = [];
+    const workerProfileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'intake-profile-worker-')) : null;
+    for (let round = 0; round < ROUNDS; round++) {
+      const events = drainEvents(env.id, `${prefix}-d${round}`, DRAIN_EVENTS);
+      drains.push(await drainRound(events, round === 0 ? workerProfileDir : null));
+      inserts.push(await pgInsertRound(events));
     }
+    await db.$executeRawUnsafe('DROP TABLE IF EXISTS bench_events_copy');
+    if (workerProfileDir) printProfile(workerProfileDir, 'worker (drain, first round)');
+    const pgRate = medianOf(inserts.map((r) => r.rate));
+    report({
+      scenario: "PostgreSQL's own 500-row INSERT … ON CONFLICT DO NOTHING, copy of events, 1 connection",
+      'events/s': pgRate,
+      runs: inserts.map((r) => r.rate).join(' / '),
+    });
+    const drainRate = medianOf(drains.map((r) => r.rate));
+    report({
+      scenario: `worker drain (${DRAIN_EVENTS} queued events in batch jobs of 256, 1 worker process)`,
+      'events/s': drainRate,
+      'x PG insert': Math.round((drainRate / pgRate) * 100) / 100,
+      runs: drains.map((r) => r.rate).join(' / '),
+    });
+  }
+
+  /** The rows of a drain round, as gateway/handlers/track.ts queues them. */
+  function drainEvents(environmentId: string, runId: string, count: number): QueuedEvent[] {
+    return Array.from({ length: count }, (_, j) => {
+      const messageId = `${runId}-${j}`;
+      const payload = `{"type":"track","messageId":"${messageId}","event":"Order Completed","userId":"user-${j % 10000}","anonymousId":null,"timestamp":"2026-01-01T10:00:00.000Z","properties":${PROPERTIES},"context":{},"integrations":{}}`;
+      return { environmentId, messageId, receivedAt: Date.now(), timestampMs: Date.parse('2026-01-01T10:00:00Z'), payload };
+    });
+  }
+
+  async function drainRound(events: QueuedEvent[], profileDir: string | null) {
+    await queue.obliterate({ force: true });
+    const jobs = [];
+    for (let i = 0; i < events.length; i += 256)
+      jobs.push({ name: eventBatchName(Math.min(256, events.length - i)), data: { events: events.slice(i, i + 256) } });
+    for (let i = 0; i < jobs.length; i += 50) await queue.addBulk(jobs.slice(i, i + 50));
+    const before = await countRows();
+    const worker = await start(profiled(profileDir, ['bin/intake.js', 'worker']), serviceEnv(), /worker started/);
+    // Timed from the moment the worker is up (its start-up is not the drain), over what it stores from then on.
+    const started = performance.now();
+    const atStart = await countRows();
+    let stored = atStart - before;
+    while (stored < events.length && performance.now() - started < 300_000) {
+      await new Promise((r) => setTimeout(r, 100));
+      stored = (await countRows()) - before;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    await stop(worker.child);
+    return { rate: Math.round((before + stored - atStart) / seconds) };
+  }
+
+  async function pgInsertRound(events: QueuedEvent[]) {
+    const client = new pg.Client({ connectionString: DATABASE_URL });
+    await client.connect();
+    try {
+      await client.query('TRUNCATE bench_events_copy');
+      const columns =
+        'environment_id, message_id, message_hash, event, user_id, anonymous_id, "timestamp", received_at, payload, status, within_limits, limit_reason, drives_journeys, error';
+      const rowSql = (k: number) =>
+        `($${k * 9 + 1}::uuid, $${k * 9 + 2}, $${k * 9 + 3}::bytea, $${k * 9 + 4}, $${k * 9 + 5}, NULL, to_timestamp($${k * 9 + 6}::float8 / 1000), to_timestamp($${k * 9 + 7}::float8 / 1000), $${k * 9 + 8}, 'processed', true, NULL, $${k * 9 + 9}::bool, NULL)`;
+      const sql500 = `INSERT INTO bench_events_copy (${columns}) VALUES ${Array.from({ length: 500 }, (_, k) => rowSql(k)).join(', ')} ON CONFLICT DO NOTHING`;
+      const started = performance.now();
+      for (let i = 0; i < events.length; i += 500) {
+        const chunk = events.slice(i, i + 500);
+        const sql =
+          chunk.length === 500
+            ? sql500
+            : `INSERT INTO bench_events_copy (${columns}) VALUES ${chunk.map((_, k) => rowSql(k)).join(', ')} ON CONFLICT DO NOTHING`;
+        const values = chunk.flatMap((e, j) => [
+          e.environmentId,
+          e.messageId,
+          identityHash(e.messageId),
+          'Order Completed',
+          `user-${(i + j) % 10000}`,
+          e.timestampMs,
+          e.receivedAt,
+          e.payload,
+          true,
+        ]);
+        await client.query(sql, values);
+      }
+      return { rate: Math.round(events.length / ((performance.now() - started) / 1000)) };
+    } finally {
+      await client.end();
+    }
+  }
+
+  if (want('e2e')) {
+    // A gateway and one worker at the gateway's maximum rate (unthrottled wrk) for
+    // BENCH_E2E_SECONDS: what was accepted, what was stored meanwhile, and what is still queued
+    // at the end (every accepted event has its own messageId, so queued = accepted - stored).
+    await queue.obliterate({ force: true });
+    const seconds = Number(process.env.BENCH_E2E_SECONDS ?? 60);
+    const worker = await start(['bin/intake.js', 'worker'], serviceEnv(), /worker started/);
+    const startRows = await countRows();
+    const r = await wrkTrack(`${base}/api/track/${slug}`, { runId: `${prefix}-e2e`, apiKey: key, duration: seconds });
+    const stored = (await countRows()) - startRows;
+    const queued = Math.max(0, r.ok - stored);
+    const jobs = await queue.getJobCounts('waiting', 'active');
+    report({
+      scenario: `end to end: Track at the gateway's max rate for ${seconds} s, 1 gateway + 1 worker`,
+      'accepted/s': r.reqPerSec,
+      'stored/s': Math.round(stored / r.duration),
+      'queued at end (events)': queued,
+      'queued at end (s of accepted rate)': Math.round((queued / Math.max(1, r.reqPerSec)) * 100) / 100,
+      'batch jobs waiting/active': `${jobs.waiting}/${jobs.active}`,
+      'p99 ms': r.p99,
+      errors: r.errors,
+    });
     await stop(worker.child);
   }
 
@@ -319,6 +422,10 @@ async function main() {
   await operator.close();
 
   console.log('\n' + table(rows));
+}
+
+function medianOf(values: number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 }
 
 /** The run with the median throughput (its latencies come with it). */

@@ -11,7 +11,8 @@ import { startWorkers } from '../workers/main.ts';
 import { UsageError } from './args.ts';
 import { consentGet } from './commands/consent.ts';
 import { envCreate, envRemove } from './commands/env.ts';
-import { eventsActivity, eventsGet, eventsNames } from './commands/events.ts';
+import { eventsActivity, eventsGet, eventsNames, eventsRetry } from './commands/events.ts';
+import { importCommand } from './commands/import.ts';
 import { journeyCreate, journeyList, journeyPublish, journeyRuns, journeyStatsCommand } from './commands/journey.ts';
 import { keyCreate, keyList, keyRevoke } from './commands/key.ts';
 import { orgCreate, orgFeatures } from './commands/org.ts';
@@ -23,7 +24,7 @@ const operators: Record<string, Record<string, Operator>> = {
   org: { create: orgCreate, features: orgFeatures },
   env: { create: envCreate, remove: envRemove },
   key: { create: keyCreate, list: keyList, revoke: keyRevoke },
-  events: { names: eventsNames, get: eventsGet, activity: eventsActivity },
+  events: { names: eventsNames, get: eventsGet, activity: eventsActivity, retry: eventsRetry },
   journey: { create: journeyCreate, publish: journeyPublish, list: journeyList, stats: journeyStatsCommand, runs: journeyRuns },
   consent: { get: consentGet },
 };
@@ -50,12 +51,19 @@ operator commands (one JSON document on stdout):
   events names <org-slug> [--env <path-value>] [--days 30]
   events get <org-slug> <messageId> [--env <path-value>]
   events activity <org-slug> [--env <path-value>] [--limit 100]
+  events retry <org-slug> <messageId> [--env <path-value>]
   journey create <org-slug> --file <journey.json> [--env <path-value>]
   journey publish <org-slug> <journey-id> [--env <path-value>]
   journey list <org-slug> [--env <path-value>]
   journey stats <org-slug> <journey-id> [--env <path-value>]
   journey runs <org-slug> <journey-id> [--user <userId>] [--env <path-value>]
-  consent get <org-slug> <email|sms> <address> [--purpose marketing|tracking] [--env <path-value>]`;
+  consent get <org-slug> <email|sms> <address> [--purpose marketing|tracking] [--env <path-value>]
+
+client commands (through the public API; one JSON summary on stdout, progress on stderr):
+  import <org-slug> --file <customers.ndjson> [--env <path-value> [--env-key <environment-key>]]
+         [--concurrency 10] [--url http://127.0.0.1:3000] [--key <key> | INTAKE_API_KEY]
+                          one Identify call per line; resumes an interrupted import from
+                          <file>.checkpoint.json; failed lines go to <file>.failed.ndjson`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, sub, ...rest] = argv;
@@ -85,6 +93,8 @@ async function main(argv: string[]): Promise<number> {
         ...(await devDashboard(config, db, log)),
       ]);
   }
+  // A caller of the public API (the gateway's URL and a key), not an operator of the database.
+  if (command === 'import') return printJson(await importCommand(config, argv.slice(1)));
   const run = operators[command]?.[sub ?? ''];
   if (!run) throw new UsageError(`unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
   return runOperator(config, run, rest);
@@ -132,14 +142,19 @@ async function runProcess(config: Config, name: string, start: (db: Db, log: Log
 async function runOperator(config: Config, run: Operator, argv: string[]): Promise<number> {
   const operator = openOperator(config);
   try {
-    // An event's properties may nest deeper than JSON.stringify recurses.
-    const output = stringifyJson(await run(operator, argv)) + '\n';
-    // A pipe takes large output asynchronously: exiting before the write drains would cut it.
-    await new Promise<void>((resolve, reject) => process.stdout.write(output, (err) => (err ? reject(err) : resolve())));
-    return 0;
+    return await printJson(await run(operator, argv));
   } finally {
     await operator.close();
   }
+}
+
+/** The one JSON document of a command on stdout. */
+async function printJson(value: unknown): Promise<number> {
+  // An event's properties may nest deeper than JSON.stringify recurses.
+  const output = stringifyJson(value) + '\n';
+  // A pipe takes large output asynchronously: exiting before the write drains would cut it.
+  await new Promise<void>((resolve, reject) => process.stdout.write(output, (err) => (err ? reject(err) : resolve())));
+  return 0;
 }
 
 /** Errors of the environment a process starts in (a taken port, an unknown host): one line, like a bad setting. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import { createDb, type Db } from '../common/db.ts';
-import { authCacheChannels, closeQueues, createEventsQueue, type EventJob } from '../common/queues.ts';
+import { authCacheChannels, closeQueues, createDeadLetterQueue, createEventsQueue, type DeadLetterJob, type EventBatchJob } from '../common/queues.ts';
 import { createRedis, type Redis } from '../common/redis.ts';
 import { TimeoutError, withTimeout } from '../common/with-timeout.ts';
 
@@ -12,7 +12,8 @@ export interface OperatorDeps {
   db: Db;
   /** Tell every gateway to drop its cached key lookups (revocation, removal). */
   invalidateAuthCaches(): Promise<void>;
-  eventsQueue(): Queue<EventJob>;
+  eventsQueue(): Queue<EventBatchJob>;
+  deadLetterQueue(): Queue<DeadLetterJob>;
 }
 
 export class OperatorError extends Error {}
@@ -38,7 +39,8 @@ export async function findLiveEnvironment(db: Db, orgSlug: string, pathValue: st
 /** Clients for operator commands, opened lazily (most commands need only PostgreSQL). */
 export function openOperator(config: Config, db: Db = createDb(config)): OperatorDeps & { close(): Promise<void> } {
   let redis: Redis | undefined;
-  let queue: Queue<EventJob> | undefined;
+  let queue: Queue<EventBatchJob> | undefined;
+  let deadLetters: Queue<DeadLetterJob> | undefined;
   const connect = () => (redis ??= createRedis(config, 'worker'));
   return {
     config,
@@ -48,8 +50,9 @@ export function openOperator(config: Config, db: Db = createDb(config)): Operato
       if (problem) console.error(`warning: ${problem}; gateways that missed it read keys through to PostgreSQL until they reconnect`);
     },
     eventsQueue: () => (queue ??= createEventsQueue(config, connect())),
+    deadLetterQueue: () => (deadLetters ??= createDeadLetterQueue(config, connect())),
     async close() {
-      if (redis) await closeQueues(queue ? [queue] : [], redis);
+      if (redis) await closeQueues([queue, deadLetters].filter((q) => q !== undefined) as Queue[], redis);
       await db.$disconnect();
     },
   };

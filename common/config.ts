@@ -75,8 +75,26 @@ const settings = {
   trackBatchMax: {
     env: 'TRACK_BATCH_MAX',
     default: '256',
-    doc: 'most Track events written to Redis in one transaction (group commit of the requests that arrive together)',
+    doc: 'most Track events in one queue job (group commit: the requests that arrive together become one BullMQ job)',
     parse: int(1, 10_000),
+  },
+  trackBatchBytes: {
+    env: 'TRACK_BATCH_BYTES',
+    default: '4194304',
+    doc: 'most payload bytes in one Track queue job (a job always takes at least one event, so a job stays under this plus 1 MiB)',
+    parse: int(1024, 64 * 1_048_576),
+  },
+  identifyBatchMax: {
+    env: 'IDENTIFY_BATCH_MAX',
+    default: '64',
+    doc: 'most Identify calls applied in one PostgreSQL transaction (group commit of the calls that arrive together)',
+    parse: int(1, 10_000),
+  },
+  identifyBatchesInFlight: {
+    env: 'IDENTIFY_BATCHES_IN_FLIGHT',
+    default: '3',
+    doc: 'Identify batches one gateway applies at once; later calls wait and go together in the next batch (at most DATABASE_POOL_SIZE is useful)',
+    parse: int(1, 500),
   },
   keyCacheTtlMs: {
     env: 'KEY_CACHE_TTL_MS',
@@ -86,15 +104,21 @@ const settings = {
   },
   trackRawBodyLimit: {
     env: 'TRACK_RAW_BODY_LIMIT',
-    default: '3145728',
-    doc: 'raw Track bodies beyond this many bytes are refused with 413 without being read',
-    parse: int(1_048_576),
+    default: '1048576',
+    doc: 'raw Track bodies beyond this many bytes are refused with 413 before they are read whole or parsed; at most 1 MiB, the event limit, whose measure counts more than the raw body',
+    parse: int(65_536, 1_048_576),
   },
   identifyBodyLimit: {
     env: 'IDENTIFY_BODY_LIMIT',
     default: '5242880',
     doc: 'raw Identify bodies beyond this many bytes are refused (the spec sets no Identify limit; this is a memory guard)',
     parse: int(65_536),
+  },
+  maxHeaderBytes: {
+    env: 'HTTP_MAX_HEADER_BYTES',
+    default: '1048576',
+    doc: 'most bytes of a request line and headers (a Profiles URL carries the whole user ID, of any length); beyond it 431',
+    parse: int(16_384, 16_777_216),
   },
   maxInFlight: {
     env: 'MAX_IN_FLIGHT',
@@ -104,8 +128,8 @@ const settings = {
   },
   workerConcurrency: {
     env: 'WORKER_CONCURRENCY',
-    default: '200',
-    doc: 'jobs one worker process handles at once (their rows are inserted together)',
+    default: '16',
+    doc: 'batch jobs one worker process handles at once (their rows share INSERTs of up to WORKER_BATCH_MAX rows)',
     parse: int(1, 5000),
   },
   workerBatchMax: { env: 'WORKER_BATCH_MAX', default: '500', doc: 'most events one INSERT stores', parse: int(1, 10_000) },

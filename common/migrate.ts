@@ -124,8 +124,10 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
     try {
       await client.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`);
     } catch (err) {
-      // Another process created it between our check and our CREATE.
-      if ((err as { code?: string }).code !== '42P04') throw err;
+      // Another process created it between our check and our CREATE: 42P04, or 23505 when both
+      // CREATE DATABASE statements ran at once (the catalog's unique index refuses the second).
+      const code = (err as { code?: string }).code;
+      if (code !== '42P04' && code !== '23505') throw err;
       return false;
     }
     return true;

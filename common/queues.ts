@@ -7,14 +7,14 @@ import type { Redis } from './redis.ts';
 export const EVENTS_QUEUE = 'events';
 
 /**
- * Contract of a job on the events queue (written by gateway/handlers/track.ts, read by
+ * One accepted Track event, as the gateway wrote it into a batch job (read by
  * workers/persist-event.ts):
- * - `payload` is the accepted Track event serialized once by the gateway; it travels as a
- *   string inside the job's JSON, which is why quotes count twice in the size measure;
+ * - `payload` is the accepted event serialized once by the gateway; it travels as a string
+ *   inside the job's JSON, which is why quotes count twice in the size measure;
  * - `receivedAt` is the gateway's acceptance time (epoch ms), `timestampMs` the caller's
  *   `timestamp` parsed.
  */
-export interface EventJob {
+export interface QueuedEvent {
   environmentId: string;
   messageId: string;
   receivedAt: number;
@@ -23,30 +23,71 @@ export interface EventJob {
 }
 
 /**
+ * Contract of a job on the events queue: the events of one gateway group commit, in arrival
+ * order. There is no per-event job id: the events table's unique key makes a repeat (inside a
+ * batch, across batches, across gateways) one event. The job's `timestamp` is the oldest
+ * `receivedAt` of its events (what the journey watermark waits for).
+ */
+export interface EventBatchJob {
+  events: QueuedEvent[];
+}
+
+/** A batch job's name, as the dashboard lists it: how many events it carries. */
+export function eventBatchName(size: number): string {
+  return `track (${size} event${size === 1 ? '' : 's'})`;
+}
+
+export const DEAD_LETTER_QUEUE = 'events-dead-letter';
+
+/**
+ * Contract of a job on the dead-letter queue (written by workers/main.ts when PostgreSQL
+ * refused an event for its data, or its batch ran out of attempts; kept failed until an
+ * operator retries it from the dashboard or with `intake events retry`, which runs the event
+ * through the worker's store again). Its jobId is `jobIdFor` the event, so one event has at
+ * most one dead-letter job.
+ */
+export interface DeadLetterJob {
+  event: QueuedEvent;
+  /** Why it was refused; the job's first run fails with it. Null: made by an operator, to be tried at once. */
+  error: string | null;
+}
+
+/**
  * BullMQ rejects custom ids containing ':' and messageIds are free text, so the id is a
- * hash. It only dedupes jobs still in Redis; the events table's unique key is the guarantee.
+ * hash. Only dead-letter jobs have one (a rare path); events are identified by the table's key.
  */
 export function jobIdFor(environmentId: string, messageId: string): string {
-  // One-shot hash: a third of createHash()'s cost, on Track's hot path. The escaped form is
-  // well-formed UTF-16, so two IDs differing only in an unpaired surrogate do not collide.
+  // The escaped form is well-formed UTF-16, so two IDs differing only in an unpaired surrogate do not collide.
   return 'e' + hash('sha256', `${environmentId}\0${toPgText(messageId)}`, 'base64url').slice(0, 32);
 }
 
-export function eventJobOptions(config: Pick<Config, 'jobAttempts' | 'jobBackoffMs'>): JobsOptions {
+/** `keepCompleted`: how many completed jobs stay visible (an hour at most). */
+export function eventJobOptions(config: Pick<Config, 'jobAttempts' | 'jobBackoffMs'>, keepCompleted = 50_000): JobsOptions {
   return {
     attempts: config.jobAttempts,
     backoff: { type: 'exponential', delay: config.jobBackoffMs },
-    removeOnComplete: { age: 3600, count: 50_000 },
+    removeOnComplete: { age: 3600, count: keepCompleted },
     // Failed jobs stay for inspection (dashboard, `intake events get`).
     removeOnFail: false,
   };
 }
 
-export function createEventsQueue(config: Pick<Config, 'queuePrefix' | 'jobAttempts' | 'jobBackoffMs'>, connection: Redis): Queue<EventJob> {
-  return new Queue<EventJob>(EVENTS_QUEUE, {
+export function createEventsQueue(config: Pick<Config, 'queuePrefix' | 'jobAttempts' | 'jobBackoffMs'>, connection: Redis): Queue<EventBatchJob> {
+  return new Queue<EventBatchJob>(EVENTS_QUEUE, {
     connection,
     prefix: config.queuePrefix,
-    defaultJobOptions: eventJobOptions(config),
+    // A batch job holds up to TRACK_BATCH_BYTES of events: keep a few hundred completed ones
+    // for the dashboard, not the 50,000 that per-event jobs could afford.
+    defaultJobOptions: eventJobOptions(config, 200),
+  });
+}
+
+/** One attempt per run: a dead-letter job stays failed until an operator retries it. */
+export function createDeadLetterQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<DeadLetterJob> {
+  return new Queue<DeadLetterJob>(DEAD_LETTER_QUEUE, {
+    connection,
+    prefix: config.queuePrefix,
+    defaultJobOptions: { attempts: 1, removeOnComplete: { age: 7 * 86_400 }, removeOnFail: false },
   });
 }
 

@@ -13,8 +13,9 @@ import { registerQueueDepth } from '../common/queue-depth.ts';
 import { healthz, metrics, readyz } from './handlers/health.ts';
 import type { Config } from '../common/config.ts';
 import { drain, listen } from '../common/listen.ts';
+import { answerClientError } from './client-error.ts';
 import type { Logger } from '../common/logger.ts';
-import { closeQueues, createEventsQueue, createServiceEventsQueue } from '../common/queues.ts';
+import { closeQueues, createDeadLetterQueue, createEventsQueue, createServiceEventsQueue } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
 
 export interface Dashboard {
@@ -42,6 +43,8 @@ export async function startDashboard(deps: { config: DashboardConfig; db: Db; lo
   // The port is taken before anything else is opened, so a taken port (which `intake dev`
   // tolerates) leaves no Redis connection behind.
   const server = http.createServer();
+  // Malformed HTTP gets a JSON error as on the gateway, not Node's empty body.
+  server.on('clientError', answerClientError);
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   const port = await listen(server, config.dashboardPort, config.host);
@@ -49,7 +52,9 @@ export async function startDashboard(deps: { config: DashboardConfig; db: Db; lo
   // Fail-fast profile: while Redis is away a page load errors at once instead of hanging.
   const redis = createRedis(config, 'producer', log);
   // The same factories as the producers, so a job added from the dashboard gets the product's retry policy.
-  const queues = [createEventsQueue(config, redis), createServiceEventsQueue(config, redis)];
+  // Each events job is one gateway batch (its name says how many events it carries); the dead-letter
+  // queue holds one job per refused event, which an operator retries here (unless read-only).
+  const queues = [createEventsQueue(config, redis), createDeadLetterQueue(config, redis), createServiceEventsQueue(config, redis)];
   for (const queue of queues) queue.on('error', (err) => log.warn({ err: err.message, queue: queue.name }, 'dashboard queue'));
   // Like every process: /healthz, /readyz and /metrics, open (no dashboard credentials).
   const registry = new Registry();

@@ -14,6 +14,7 @@ export class ApiError extends Error {
 
 export type { Issue as IdentifyIssue } from '../common/validation/issues.ts';
 import type { Issue as IdentifyIssue } from '../common/validation/issues.ts';
+import type { JsonText } from '../common/domain/json-text.ts';
 
 export const MESSAGES = {
   invalidOrgSlug: 'Invalid org slug',
@@ -51,7 +52,8 @@ export const trackTooLarge = () => error(413, MESSAGES.trackTooLarge);
 export const eventStorageUnavailable = () => error(503, MESSAGES.eventStorageUnavailable);
 export const internal = () => error(500, MESSAGES.internal);
 export const profileNotFound = () => error(404, MESSAGES.profileNotFound);
-export const identifyInvalid = (issues: IdentifyIssue[]) => new ApiError(400, { error: MESSAGES.identifyInvalid, issues });
+/** `issues` may come as JSON text: a body's issue list can be millions long, serialized off the event loop. */
+export const identifyInvalid = (issues: IdentifyIssue[] | JsonText) => new ApiError(400, { error: MESSAGES.identifyInvalid, issues });
 /** Identify has no size limit in the spec; this is the configurable memory guard. */
 export const bodyTooLarge = () => error(413, MESSAGES.bodyTooLarge);
 export const timestampTooFarAhead = () => error(400, MESSAGES.timestampTooFarAhead);

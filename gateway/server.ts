@@ -1,8 +1,9 @@
 import http from 'node:http';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Config } from '../common/config.ts';
+import { createJsonPool } from '../common/json-pool.ts';
 import { drain, listen } from '../common/listen.ts';
-import type { Db } from '../common/db.ts';
+import { poolOf, type Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
 import { authCacheChannels, closeQueues, createEventsQueue } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
@@ -10,6 +11,8 @@ import { createApp } from './app.ts';
 import { createAuthCache } from './auth-cache.ts';
 import { answerClientError } from './client-error.ts';
 import { createEventBatcher } from './event-batcher.ts';
+import { createIdentifyBatcher } from './identify-batcher.ts';
+import { createProfileReader } from './profile-reader.ts';
 import { createGatewayMetrics } from './metrics/gateway-metrics.ts';
 import { createOverloadGuard } from './middleware/overload.ts';
 
@@ -31,11 +34,22 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
   const overload = createOverloadGuard(config.maxInFlight);
   const metrics = createGatewayMetrics({ registry, eventsQueue, overload, queueScrapeTimeoutMs: 1000 });
 
-  const batcher = createEventBatcher(eventsQueue, { maxBatch: config.trackBatchMax, timeoutMs: config.enqueueTimeoutMs, onBatch: metrics.observeBatch });
-  const app = createApp({ config, db, redis, batcher, authCache, registry, overload: overload.middleware, observeRequest: metrics.observeRequest, log });
+  const batcher = createEventBatcher(eventsQueue, {
+    maxBatch: config.trackBatchMax,
+    maxBytes: config.trackBatchBytes,
+    timeoutMs: config.enqueueTimeoutMs,
+    onBatch: metrics.observeBatch,
+  });
+  const json = createJsonPool();
+  const identifyBatcher = createIdentifyBatcher(poolOf(db), json, { maxBatch: config.identifyBatchMax, maxInFlight: config.identifyBatchesInFlight });
+  // Reads hold a connection for one statement: up to the pool less what Identify's batches use
+  // (at least two, so one slow read, say a connection attempt to a stalled server, does not
+  // hold every other read for its whole timeout).
+  const profileReader = createProfileReader(poolOf(db), { maxBatch: 256, maxInFlight: Math.max(2, config.databasePoolSize - config.identifyBatchesInFlight - 1) });
+  const app = createApp({ config, db, redis, batcher, identifyBatcher, profileReader, authCache, registry, overload: overload.middleware, observeRequest: metrics.observeRequest, log, json });
   // Node enforces the two timeouts below only when it sweeps connections (every 30 s by default),
   // which would let a stalled client hold its connection for up to 40 s instead of 10.
-  const server = http.createServer({ connectionsCheckingInterval: 1000 }, app.callback());
+  const server = http.createServer({ connectionsCheckingInterval: 1000, maxHeaderSize: config.maxHeaderBytes }, app.callback());
   server.on('clientError', answerClientError);
   // A client that sends its request and then closes its side (shutdown(SHUT_WR), `nc -N`) still
   // gets the answer; by default Node drops the request's response when the client's FIN arrives.
@@ -55,6 +69,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
       (closing ??= (async () => {
         await drain(server, config.shutdownTimeoutMs);
         await authCache.close();
+        await json.close();
         await closeQueues([eventsQueue], redis);
         log.info('gateway stopped');
       })()),

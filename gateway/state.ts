@@ -1,6 +1,6 @@
 import type { BoundEnvironment } from '../common/store/environments.ts';
 import type { IdentifyInput } from '../common/validation/identify.ts';
-import type { TrackEvent } from '../common/validation/track.ts';
+import type { TrackHeader } from '../common/json-tasks.ts';
 
 /** Per-request state; each middleware of the check chain fills one field, in order. */
 export interface IngestState {
@@ -10,9 +10,9 @@ export interface IngestState {
   environmentKey: string; // check 3 (`prod` when the header is absent)
   apiKeyHash: string; // check 4
   environment: BoundEnvironment; // check 5
-  body: unknown; // check 6a: parsed JSON
-  storedPayload: string; // check 6 (Track): the event as it will be stored
-  track: TrackEvent; // check 6b
+  rawBody: string; // check 6a: the body as text, parsed by check 6b
+  storedPayload: string; // check 6b (Track): the event as it will be stored
+  track: TrackHeader; // check 6b
   timestampMs: number;
   identify: IdentifyInput; // check 6b (Identify)
 }

@@ -1,25 +1,28 @@
-import { Worker, type Job } from 'bullmq';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../common/config.ts';
-import type { Db } from '../common/db.ts';
+import { dbErrorMessage, type Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
 import {
+  DEAD_LETTER_QUEUE,
   EVENTS_QUEUE,
   SERVICE_EVENTS_QUEUE,
   closeQueues,
+  createDeadLetterQueue,
   createEventsQueue,
   createServiceEventsQueue,
-  type EventJob,
+  type EventBatchJob,
   type ServiceEventJob,
 } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
 import { readiness } from '../common/with-timeout.ts';
 import { SERVICE_EVENTS } from '../common/store/outbox.ts';
+import { startDeadLetters } from './dead-letter.ts';
 import { startJourneyTimers } from './journey-timers.ts';
 import { createWorkerMetrics, serveWorkerMetrics } from './metrics.ts';
 import { createJourneyEngine } from './journeys.ts';
 import { startOutboxRelay } from './outbox-relay.ts';
 import { createWatermark } from './watermark.ts';
-import { createEventPersister, persistEvent } from './persist-event.ts';
+import { createEventPersister, recordBatchFailed, type Refused } from './persist-event.ts';
 
 export interface Workers {
   close(): Promise<void>;
@@ -30,23 +33,65 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
   const connection = createRedis(config, 'worker', log);
   const eventsQueue = createEventsQueue(config, connection);
   const relayQueue = createServiceEventsQueue(config, connection);
-  for (const queue of [eventsQueue, relayQueue]) queue.on('error', (err) => log.warn({ err: err.message, queue: queue.name }, 'queue'));
-  const metrics = createWorkerMetrics({ [EVENTS_QUEUE]: eventsQueue, [SERVICE_EVENTS_QUEUE]: relayQueue });
+  const deadLetters = createDeadLetterQueue(config, connection);
+  for (const queue of [eventsQueue, relayQueue, deadLetters]) queue.on('error', (err) => log.warn({ err: err.message, queue: queue.name }, 'queue'));
+  const metrics = createWorkerMetrics({ [EVENTS_QUEUE]: eventsQueue, [SERVICE_EVENTS_QUEUE]: relayQueue, [DEAD_LETTER_QUEUE]: deadLetters });
   const journeys = createJourneyEngine({ db, log, metrics, ...createWatermark(eventsQueue, config.journeyGraceMs) });
   const persist = createEventPersister(db, journeys, {
-    maxBatch: config.workerBatchMax,
+    maxRows: config.workerBatchMax,
     waitMs: config.workerBatchWaitMs,
-    onBatch: (n) => metrics.batchSize.observe(n),
+    onStatement: (n) => metrics.batchSize.observe(n),
   });
-  // Made once: a labelled inc() builds its label key on every call, and this runs per event.
-  const storedEvents = metrics.events.labels({ outcome: 'stored' });
-  const events = new Worker<EventJob>(
+  // Made once: a labelled inc() builds its label key on every call.
+  const counted = {
+    stored: metrics.events.labels({ outcome: 'stored' }),
+    failed: metrics.events.labels({ outcome: 'failed' }),
+    retried: metrics.events.labels({ outcome: 'retried' }),
+    completed: metrics.batches.labels({ outcome: 'completed' }),
+  };
+
+  const deadLettered = startDeadLetters({ config, connection, queue: deadLetters, persist, onStored: () => counted.stored.inc(), log });
+
+  /** Refused events are dead-lettered before their batch completes (a failure here fails the batch, which runs again). */
+  async function toDeadLetters(refused: Refused[]) {
+    if (!refused.length) return;
+    await deadLettered.add(refused);
+    counted.failed.inc(refused.length);
+    log.error(
+      { queue: DEAD_LETTER_QUEUE, events: refused.map(({ event, error }) => ({ environmentId: event.environmentId, messageId: event.messageId, error })) },
+      'events refused by PostgreSQL for their data: recorded failed and sent to the dead-letter queue',
+    );
+  }
+
+  const events = new Worker<EventBatchJob>(
     EVENTS_QUEUE,
     async (job) => {
       const started = performance.now();
-      await persist(job.data);
-      storedEvents.inc();
-      log.info({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade + 1, ms: Math.round(performance.now() - started) }, 'event persisted');
+      const list = job.data?.events;
+      if (!Array.isArray(list)) throw new UnrecoverableError('not a batch of events');
+      const refused = await persist(list);
+      await toDeadLetters(refused);
+      const now = Date.now();
+      let oldest = now;
+      for (const e of list) {
+        metrics.storedLag.observe((now - e.receivedAt) / 1000);
+        if (e.receivedAt < oldest) oldest = e.receivedAt;
+      }
+      counted.stored.inc(list.length - refused.length);
+      counted.completed.inc();
+      metrics.batchEvents.observe(list.length);
+      log.info(
+        {
+          queue: EVENTS_QUEUE,
+          jobId: job.id,
+          events: list.length,
+          refused: refused.length,
+          attempt: job.attemptsMade + 1,
+          ms: Math.round(performance.now() - started),
+          lagMs: now - oldest,
+        },
+        'event batch persisted',
+      );
     },
     {
       connection,
@@ -62,16 +107,31 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
   events.on('error', (err) => log.warn({ err: err.message }, 'events worker'));
   events.on('failed', (job, err) => void onFailed(job, err));
 
-  /** After the last attempt the event is stored with status `failed`, and the job stays in Redis for inspection. */
-  async function onFailed(job: Job<EventJob> | undefined, err: Error) {
+  /**
+   * A failed attempt is retried with backoff. After the last one, never silently: every event of
+   * the batch is counted and logged as failed, recorded with status `failed` where PostgreSQL
+   * answers, and sent to the dead-letter queue; the batch job itself stays in Redis too.
+   */
+  async function onFailed(job: Job<EventBatchJob> | undefined, err: Error) {
     if (!job) return;
+    const list = Array.isArray(job.data?.events) ? job.data.events : [];
     const final = job.attemptsMade >= (job.opts.attempts ?? 1) || err.name === 'UnrecoverableError';
-    metrics.events.inc({ outcome: final ? 'failed' : 'retried' });
-    log.warn({ queue: EVENTS_QUEUE, jobId: job.id, attempt: job.attemptsMade, final, err: err.message }, 'event job failed');
-    if (!final) return;
-    await persistEvent(db, job.data, 'failed', err.message).catch((e: Error) =>
-      log.error({ jobId: job.id, err: e.message }, 'could not record the failed event'),
+    metrics.batches.inc({ outcome: final ? 'failed' : 'retried' });
+    if (!final) {
+      counted.retried.inc(list.length);
+      log.warn({ queue: EVENTS_QUEUE, jobId: job.id, events: list.length, attempt: job.attemptsMade, err: err.message }, 'event batch failed; retrying');
+      return;
+    }
+    counted.failed.inc(list.length);
+    log.error(
+      { queue: EVENTS_QUEUE, jobId: job.id, events: list.map((e) => e.messageId), attempt: job.attemptsMade, err: err.message },
+      'event batch failed for good: its events go to the dead-letter queue',
     );
+    const error = dbErrorMessage(err);
+    if (!(await recordBatchFailed(db, list, error))) log.error({ jobId: job.id }, 'could not record the failed events in PostgreSQL');
+    await deadLettered
+      .add(list.map((event) => ({ event, error })))
+      .catch((e: Error) => log.error({ jobId: job.id, err: e.message }, 'could not dead-letter the failed batch; it stays failed in the events queue'));
   }
 
   // Service events relayed from the outbox: profile changes can start attribute-triggered
@@ -91,7 +151,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
 
   const ready = () => readiness({ db, redis: connection });
   const metricsServer = await serveWorkerMetrics(metrics.registry, { port: config.workerMetricsPort, host: config.host, log, ready });
-  await Promise.all([events.waitUntilReady(), serviceEvents.waitUntilReady()]).catch(() => {});
+  await Promise.all([events.waitUntilReady(), deadLettered.waitUntilReady(), serviceEvents.waitUntilReady()]).catch(() => {});
   log.info({ concurrency: config.workerConcurrency, metricsPort: metricsServer.port }, 'worker started');
   if (config.journeyGraceMs < config.enqueueTimeoutMs) {
     log.warn(
@@ -102,8 +162,8 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
   return {
     async close() {
       await relay.close();
-      await Promise.all([events.close(), serviceEvents.close(), timers.close()]);
-      await Promise.all([closeQueues([relayQueue, eventsQueue], connection), metricsServer.close()]);
+      await Promise.all([events.close(), deadLettered.close(), serviceEvents.close(), timers.close()]);
+      await Promise.all([closeQueues([relayQueue, eventsQueue, deadLetters], connection), metricsServer.close()]);
       log.info('worker stopped');
     },
   };

@@ -12,6 +12,9 @@ export interface WorkerMetrics {
   registry: Registry;
   events: Counter<'outcome'>;
   batchSize: Histogram;
+  batches: Counter<'outcome'>;
+  batchEvents: Histogram;
+  storedLag: Histogram;
   journeyEntries: Counter;
   journeyMessages: Counter<'status'>;
   journeyTimers: Counter;
@@ -26,7 +29,7 @@ export function createWorkerMetrics(queues: Record<string, Pick<Queue, 'getJobCo
     registry,
     events: new Counter({
       name: 'intake_worker_events_total',
-      help: 'Track event jobs finished by this worker: stored, retried (an attempt failed) or failed (attempts exhausted)',
+      help: 'Track events handled by this worker: stored (now or before), retried (their batch attempt failed and will run again) or failed (refused for their data, or attempts exhausted: in the dead-letter queue)',
       labelNames: ['outcome'],
       registers,
     }),
@@ -34,6 +37,24 @@ export function createWorkerMetrics(queues: Record<string, Pick<Queue, 'getJobCo
       name: 'intake_worker_insert_batch_size',
       help: 'Events stored per multi-row INSERT',
       buckets: [1, 2, 5, 10, 25, 50, 100, 200, 500, 1000],
+      registers,
+    }),
+    batches: new Counter({
+      name: 'intake_worker_batches_total',
+      help: 'Track batch jobs finished by this worker: completed, retried (an attempt failed) or failed (attempts exhausted)',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    batchEvents: new Histogram({
+      name: 'intake_worker_batch_events',
+      help: 'Events per Track batch job (one gateway group commit)',
+      buckets: [1, 2, 5, 10, 25, 50, 100, 200, 500, 1000],
+      registers,
+    }),
+    storedLag: new Histogram({
+      name: 'intake_worker_stored_lag_seconds',
+      help: "From an event's receipt by a gateway to its row committed (queue wait included)",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
       registers,
     }),
     journeyEntries: new Counter({ name: 'intake_journey_entries_total', help: 'Journey runs started', registers }),

@@ -1,86 +1,148 @@
-import { UnrecoverableError } from 'bullmq';
+// The events processor's store. A batch job's events become rows; the rows of the jobs being
+// processed at the same moment go to PostgreSQL in one set-based INSERT, then through the
+// journey engine as a batch, and each job completes only after both are committed. A repeat
+// (redelivery after a crash, a stalled job run twice, a duplicate anywhere) stores nothing:
+// the events table's unique key decides.
 import type { Db } from '../common/db.ts';
+import { dbErrorMessage, isDataError } from '../common/db.ts';
 import { journeyEligibility } from '../common/domain/journey-limits.ts';
 import { createMicroBatch } from '../common/micro-batch.ts';
-import type { EventJob } from '../common/queues.ts';
-import { insertEventOnce, insertEventsOnce, type EventRow, type EventStatus } from '../common/store/events.ts';
+import type { QueuedEvent } from '../common/queues.ts';
+import { insertEventsOnce, type EventRow, type EventStatus } from '../common/store/events.ts';
 import type { TrackEvent } from '../common/validation/track.ts';
 import type { JourneyEngine } from './journeys.ts';
 
-/** The row for a job: the event as accepted, with the journey size limits evaluated. */
-export function toEventRow(job: EventJob, status: EventStatus = 'processed', error: string | null = null): EventRow {
+/** An event PostgreSQL (or the worker) refused for its data, with the reason. */
+export interface Refused {
+  event: QueuedEvent;
+  error: string;
+}
+
+export const NOT_JSON = 'payload is not JSON';
+
+/** The row for an event: the event as accepted, with the journey size limits evaluated; null when its payload cannot be read. */
+export function toEventRow(queued: QueuedEvent, status: EventStatus = 'processed', error: string | null = null): EventRow | null {
   let event: TrackEvent;
   try {
-    event = JSON.parse(job.payload) as TrackEvent;
+    event = JSON.parse(queued.payload) as TrackEvent;
   } catch {
-    throw new UnrecoverableError('payload is not JSON');
+    return null;
   }
   return {
-    environmentId: job.environmentId,
+    environmentId: queued.environmentId,
     messageId: event.messageId,
     event: event.event,
     userId: event.userId,
     anonymousId: event.anonymousId,
-    timestampMs: job.timestampMs,
-    receivedAt: job.receivedAt,
-    payload: job.payload,
+    timestampMs: queued.timestampMs,
+    receivedAt: queued.receivedAt,
+    payload: queued.payload,
     status,
     ...journeyEligibility(event),
     error,
   };
 }
 
-/**
- * Stores one event once. Safe to run any number of times for one job (redelivery after a
- * crash, a stalled job picked up twice): the unique key makes every run after the first a no-op.
- */
-export async function persistEvent(db: Db, job: EventJob, status: EventStatus = 'processed', error: string | null = null): Promise<boolean> {
-  return insertEventOnce(db, toEventRow(job, status, error));
+/** Stores one event once (any number of runs for it write one row); true when this run wrote it. */
+export async function persistEvent(db: Db, queued: QueuedEvent, status: EventStatus = 'processed', error: string | null = null): Promise<boolean> {
+  const row = toEventRow(queued, status, error);
+  if (!row) throw new Error(NOT_JSON);
+  return (await insertEventsOnce(db, [row])) === 1;
+}
+
+interface JobRows {
+  rows: EventRow[];
+  /** The event of each row, same index. */
+  sources: QueuedEvent[];
+  refused: Refused[];
 }
 
 /**
- * The events processor's store: rows of jobs processed at the same time go to PostgreSQL in
- * one multi-row INSERT, then through the journey engine, and each job completes only after
- * both are committed. If a batch fails while PostgreSQL answers, its rows are retried one by
- * one so that one bad row fails alone; if PostgreSQL is away, every job of the batch fails and
- * BullMQ retries it (storing is then a no-op and the engine picks up where it stopped).
+ * Returns `persist(events)`: resolves with the events refused for their data once everything
+ * else is stored and handed to the journeys; rejects when PostgreSQL is unavailable (the job
+ * fails and BullMQ retries it with backoff) or the journey engine failed (the same). Refused
+ * events are recorded with status `failed` where PostgreSQL takes even that.
  */
 export function createEventPersister(
   db: Db,
   journeys: Pick<JourneyEngine, 'handleEvents'>,
-  options: { maxBatch: number; waitMs: number; onBatch?: (size: number) => void },
+  options: { maxRows: number; waitMs: number; onStatement?: (rows: number) => void },
 ) {
-  const batch = createMicroBatch<EventRow>(async (rows) => {
-    options.onBatch?.(rows.length);
-    const stored = await store(db, rows);
-    const ok = rows.filter((_, i) => stored[i] === null);
-    const handled = await journeys.handleEvents(ok);
-    let k = 0;
-    return stored.map((err) => err ?? handled[k++]);
-  }, options);
-  return (job: EventJob) => batch.add(toEventRow(job));
+  const batch = createMicroBatch<JobRows>(
+    async (jobs) => {
+      const rows = jobs.flatMap((j) => j.rows);
+      options.onStatement?.(rows.length);
+      const outcomes = await storeIsolating(db, rows);
+      const handled = await journeys.handleEvents(rows.filter((_, k) => outcomes[k] === null));
+      let k = 0;
+      let h = 0;
+      const failedRows: EventRow[] = [];
+      const results = jobs.map((job) => {
+        let journeyError: Error | null = null;
+        job.rows.forEach((row, i) => {
+          const refusal = outcomes[k++];
+          if (refusal) {
+            const error = dbErrorMessage(refusal);
+            job.refused.push({ event: job.sources[i], error });
+            failedRows.push({ ...row, status: 'failed', error });
+          } else journeyError ??= handled[h++];
+        });
+        return journeyError;
+      });
+      await recordFailed(db, failedRows);
+      return results;
+    },
+    { maxBatch: Infinity, waitMs: options.waitMs, weight: (j) => j.rows.length, maxWeight: options.maxRows },
+  );
+
+  return async function persist(events: readonly QueuedEvent[]): Promise<Refused[]> {
+    const job: JobRows = { rows: [], sources: [], refused: [] };
+    for (const event of events) {
+      const row = toEventRow(event);
+      if (row) {
+        job.rows.push(row);
+        job.sources.push(event);
+      } else job.refused.push({ event, error: NOT_JSON });
+    }
+    if (job.rows.length) await batch.add(job);
+    return job.refused;
+  };
 }
 
-/** One outcome per row: null when stored (now or before). */
-async function store(db: Db, rows: EventRow[]): Promise<(Error | null)[]> {
+/**
+ * One outcome per row: null when stored (now or before), else PostgreSQL's refusal. The whole
+ * set goes in one statement; when PostgreSQL refuses it for its data, the set is halved until
+ * each refused row stands alone, so one bad event costs about 2·log2(n) statements and fails
+ * alone. Any other failure (PostgreSQL away, a timeout, a deadlock) fails the whole call.
+ */
+export async function storeIsolating(db: Db, rows: EventRow[]): Promise<(Error | null)[]> {
+  if (!rows.length) return [];
   try {
     await insertEventsOnce(db, rows);
     return rows.map(() => null);
   } catch (err) {
-    if (rows.length === 1 || !(await answers(db))) throw err;
+    if (!isDataError(err)) throw err;
+    if (rows.length === 1) return [err as Error];
   }
-  return Promise.all(
-    rows.map((row) =>
-      insertEventOnce(db, row).then(
-        () => null,
-        (err: Error) => err,
-      ),
-    ),
-  );
+  const half = rows.length >> 1;
+  const first = await storeIsolating(db, rows.slice(0, half));
+  const second = await storeIsolating(db, rows.slice(half));
+  return [...first, ...second];
 }
 
-async function answers(db: Db): Promise<boolean> {
-  return db.$queryRaw`SELECT 1`.then(
+/** Best effort, one row at a time: PostgreSQL may refuse a row even as `failed` (the dead-letter job keeps the event either way). */
+async function recordFailed(db: Db, rows: EventRow[]): Promise<void> {
+  for (const row of rows) await insertEventsOnce(db, [row]).catch(() => {});
+}
+
+/**
+ * Records a batch's events as `failed` with `error` after its last attempt: one statement (bisected
+ * if PostgreSQL refuses some rows), so that PostgreSQL being away costs one connect timeout, not
+ * one per event. Returns false when it could not (the dead-letter queue still holds the events).
+ */
+export async function recordBatchFailed(db: Db, events: readonly QueuedEvent[], error: string): Promise<boolean> {
+  const rows = events.map((e) => toEventRow(e, 'failed', error)).filter((r): r is EventRow => r !== null);
+  return storeIsolating(db, rows).then(
     () => true,
     () => false,
   );

@@ -1,4 +1,6 @@
 // The received-time watermark: every event received before it has been handled by a worker.
+// A batch job's timestamp is its oldest event's receipt (gateway/event-batcher.ts), so the
+// oldest waiting batch bounds every event still queued.
 // An event is on its way from its receipt until its job completes: inside a gateway's group
 // commit (at most the enqueue bound), waiting in Redis, or active on a worker. The oldest job
 // waiting and every active job are read from Redis; `graceMs` covers the gateway part and the

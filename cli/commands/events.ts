@@ -1,7 +1,8 @@
 import { journeyEligibility } from '../../common/domain/journey-limits.ts';
-import { jobIdFor } from '../../common/queues.ts';
+import type { JobType, Queue } from 'bullmq';
+import { jobIdFor, type EventBatchJob, type QueuedEvent } from '../../common/queues.ts';
 import type { TrackEvent } from '../../common/validation/track.ts';
-import { eventNames, findEvent } from '../../common/store/events.ts';
+import { eventNames, findEvent, findFailedEvent } from '../../common/store/events.ts';
 import { journeyActivity } from '../../common/store/journeys.ts';
 import { readArgs } from '../args.ts';
 import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
@@ -18,9 +19,7 @@ export async function eventsNames(deps: OperatorDeps, argv: string[]) {
   return eventNames(deps.db, env.id, days);
 }
 
-const PENDING_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed']);
-
-/** events get <org-slug> <messageId> [--env <path-value>]: the stored event, or `pending` while queued. */
+/** events get <org-slug> <messageId> [--env <path-value>]: the stored event, or `pending` while its batch is queued. */
 export async function eventsGet(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug, messageId],
@@ -29,13 +28,82 @@ export async function eventsGet(deps: OperatorDeps, argv: string[]) {
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   const stored = await findEvent(deps.db, env.id, messageId);
   if (stored) return stored;
-  const job = await deps.eventsQueue().getJob(jobIdFor(env.id, messageId));
-  if (!job) throw new OperatorError(`no event ${JSON.stringify(messageId)} in ${env.pathValue}`);
+  const found = (await deadLettered(deps, env.id, messageId)) ?? (await inQueuedBatch(deps, env.id, messageId));
+  if (found) {
+    const { event, state, error } = found;
+    // A batch that failed for good whose events could not be recorded (PostgreSQL was down) is still visible here.
+    if (state === 'failed') return { messageId, status: 'failed', receivedAt: event.receivedAt, error, ...queuedEvent(event.payload) };
+    return { messageId, status: 'pending', receivedAt: event.receivedAt, ...queuedEvent(event.payload) };
+  }
+  // Its batch may have completed while the queue was read.
+  const late = await findEvent(deps.db, env.id, messageId);
+  if (late) return late;
+  throw new OperatorError(`no event ${JSON.stringify(messageId)} in ${env.pathValue}`);
+}
+
+interface Found {
+  event: QueuedEvent;
+  state: 'failed' | 'pending';
+  error?: string;
+}
+
+async function deadLettered(deps: OperatorDeps, environmentId: string, messageId: string): Promise<Found | null> {
+  const job = await deps.deadLetterQueue().getJob(jobIdFor(environmentId, messageId));
+  if (!job) return null;
   const state = await job.getState();
-  // A job that failed for good but could not be recorded (PostgreSQL was down) is still visible here.
-  if (state === 'failed') return { messageId, status: 'failed', receivedAt: job.data.receivedAt, error: job.failedReason, ...queuedEvent(job.data.payload) };
-  if (!PENDING_STATES.has(state)) throw new OperatorError(`no event ${JSON.stringify(messageId)} in ${env.pathValue}`);
-  return { messageId, status: 'pending', receivedAt: job.data.receivedAt, ...queuedEvent(job.data.payload) };
+  if (state === 'failed') return { event: job.data.event, state, error: job.failedReason };
+  // Not yet parked (its first run fails it with the refusal), or being retried.
+  if (job.attemptsMade === 0 && job.data.error !== null && state !== 'completed') return { event: job.data.event, state: 'failed', error: job.data.error };
+  return state === 'completed' || state === 'unknown' ? null : { event: job.data.event, state: 'pending' };
+}
+
+/** Batch jobs still to run (or failed for good), scanned in pages: an operator's look-up, O(queue). */
+async function inQueuedBatch(deps: OperatorDeps, environmentId: string, messageId: string): Promise<Found | null> {
+  for (const state of ['active', 'waiting', 'prioritized', 'delayed', 'failed'] as const) {
+    for await (const event of queuedEvents(deps.eventsQueue(), [state])) {
+      if (event.environmentId === environmentId && event.messageId === messageId) {
+        return state === 'failed' ? { event, state, error: 'its batch failed for good' } : { event, state: 'pending' };
+      }
+    }
+  }
+  return null;
+}
+
+const PAGE = 50;
+
+/** Every event of the batch jobs in `states`, job by job (pages of PAGE jobs). */
+async function* queuedEvents(queue: Queue<EventBatchJob>, states: JobType[]): AsyncGenerator<QueuedEvent> {
+  for (let start = 0; ; start += PAGE) {
+    const jobs = await queue.getJobs(states, start, start + PAGE - 1);
+    for (const job of jobs) if (Array.isArray(job?.data?.events)) yield* job.data.events;
+    if (jobs.length < PAGE) return;
+  }
+}
+
+/**
+ * events retry <org-slug> <messageId> [--env <path-value>]: a failed event goes through the
+ * worker once more (its dead-letter job is retried, or made from the stored `failed` row).
+ */
+export async function eventsRetry(deps: OperatorDeps, argv: string[]) {
+  const {
+    positionals: [orgSlug, messageId],
+    values,
+  } = readArgs(argv, { env: 'string' }, ['org-slug', 'messageId']);
+  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  const queue = deps.deadLetterQueue();
+  const job = await queue.getJob(jobIdFor(env.id, messageId));
+  const state = job ? await job.getState() : null;
+  if (job && state === 'failed') {
+    await job.retry('failed');
+    return { messageId, status: 'retrying' };
+  }
+  if (job && state !== 'completed') return { messageId, status: 'retrying' };
+  const failed = await findFailedEvent(deps.db, env.id, messageId);
+  if (!failed) throw new OperatorError(`event ${JSON.stringify(messageId)} in ${env.pathValue} has not failed`);
+  // A completed dead-letter job of an earlier retry would keep the id taken.
+  if (job) await job.remove();
+  await queue.add('track', { event: failed, error: null }, { jobId: jobIdFor(env.id, messageId) });
+  return { messageId, status: 'retrying' };
 }
 
 /** A queued job's event, with the journey limits the worker will record; the raw text when it is not JSON (a job failed for exactly that). */
@@ -75,18 +143,19 @@ export async function eventsActivity(deps: OperatorDeps, argv: string[]) {
   const used = new Set(names);
   const stored = new Set(items.map((i) => i.messageId));
   const pending = [];
-  for (const job of await deps.eventsQueue().getJobs(['waiting', 'active', 'delayed', 'prioritized'], 0, limit - 1)) {
-    if (!job || job.data.environmentId !== env.id) continue;
-    const event = parsePayload(job.data.payload) as { event?: unknown; userId?: unknown; anonymousId?: unknown };
-    if (typeof event?.event !== 'string' || !used.has(event.event) || stored.has(job.data.messageId)) continue;
+  for await (const queued of queuedEvents(deps.eventsQueue(), ['active', 'waiting', 'prioritized', 'delayed'])) {
+    if (pending.length >= limit) break;
+    if (queued.environmentId !== env.id || stored.has(queued.messageId)) continue;
+    const event = parsePayload(queued.payload) as { event?: unknown; userId?: unknown; anonymousId?: unknown };
+    if (typeof event?.event !== 'string' || !used.has(event.event)) continue;
     pending.push({
       event: event.event,
-      messageId: job.data.messageId,
+      messageId: queued.messageId,
       userId: typeof event.userId === 'string' ? event.userId : null,
       anonymousId: typeof event.anonymousId === 'string' ? event.anonymousId : null,
       source: 'track-api' as const,
       status: 'pending',
-      receivedAt: job.data.receivedAt,
+      receivedAt: queued.receivedAt,
     });
   }
   return [...pending, ...items].sort((a, b) => b.receivedAt - a.receivedAt).slice(0, limit);

@@ -85,7 +85,7 @@ export function isGrantedAt(d: Decision | null, now: number): boolean {
 }
 
 /** The address a decision applies to, from traits: email trimmed and lowercased, phone trimmed. */
-export function addressFromTraits(channel: Channel, traits: Record<string, unknown>): string | null {
+export function addressFromTraits(channel: Channel, traits: { email?: unknown; phone?: unknown }): string | null {
   return normalizeAddress(channel, channel === 'email' ? traits.email : traits.phone);
 }
 

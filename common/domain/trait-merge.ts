@@ -18,12 +18,28 @@ export interface MergeResult extends TraitState {
 }
 
 export function mergeTraits(current: TraitState | null, traits: Record<string, unknown>, callTime: number): MergeResult {
+  return mergeTimed(current, traits, () => callTime, callTime);
+}
+
+/**
+ * Joining profiles: every trait of `from` is applied to `into` at its own last-written time
+ * (the later-written value wins), in one pass (applying them one call at a time copied the
+ * profile per trait: quadratic in the number of traits).
+ */
+export function joinTraits(into: TraitState, from: TraitState): MergeResult {
+  return mergeTimed(into, from.fields, (key) => from.times[key] ?? from.updatedAt, from.updatedAt);
+}
+
+function mergeTimed(current: TraitState | null, traits: Record<string, unknown>, timeOf: (key: string) => number, latest: number): MergeResult {
   const fields = { ...current?.fields };
   const times = { ...current?.times };
   const written: string[] = [];
   const changed: string[] = [];
+  let newest = latest;
   for (const key of Object.keys(traits)) {
     const last = times[key];
+    const callTime = timeOf(key);
+    newest = Math.max(newest, callTime);
     if (last !== undefined && callTime < last) continue;
     const value = traits[key];
     if (!Object.hasOwn(fields, key) || !jsonEqual(fields[key], value)) changed.push(key);
@@ -31,11 +47,12 @@ export function mergeTraits(current: TraitState | null, traits: Record<string, u
     defineOwn(times, key, callTime);
     written.push(key);
   }
-  const updatedAt = current ? Math.max(current.updatedAt, callTime) : callTime;
+  const updatedAt = current ? Math.max(current.updatedAt, newest) : newest;
   return { fields, times, updatedAt, written, changed };
 }
 
-/** Plain assignment would treat a trait named `__proto__` as the prototype. */
+/** Plain assignment would treat a trait named `__proto__` as the prototype (and defineProperty is slow on wide objects). */
 function defineOwn(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }

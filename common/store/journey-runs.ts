@@ -4,6 +4,7 @@
 import type { Db, Tx } from '../db.ts';
 
 import type { RunEvent, RunState, RunStatus } from '../domain/journey-run.ts';
+import { hashStored, identityHash } from '../domain/identity-hash.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
 import type { SendVerdict } from '../domain/send-gate.ts';
 
@@ -75,9 +76,10 @@ export async function claimEvent(
   event: { environmentId: string; messageId: string; event: string; userId: string },
   userKey: string,
 ): Promise<number | null> {
+  const messageKey = toPgText(event.messageId);
   const rows = await tx.$queryRaw<{ received_at: Date }[]>`
     UPDATE events SET journeys_at = now(), journey_user = ${userKey}
-    WHERE environment_id = ${event.environmentId}::uuid AND message_id = ${toPgText(event.messageId)} AND journeys_at IS NULL
+    WHERE environment_id = ${event.environmentId}::uuid AND message_hash = ${hashStored(messageKey)} AND message_id = ${messageKey} AND journeys_at IS NULL
       AND event = ${toPgText(event.event)} AND user_id = ${toPgText(event.userId)} AND drives_journeys AND status = 'processed'
     RETURNING received_at`;
   return rows[0]?.received_at.getTime() ?? null;
@@ -87,7 +89,7 @@ export async function claimEvent(
 export async function lockRuns(tx: Tx, environmentId: string, userKey: string, journeyIds: string[]): Promise<StoredRun[]> {
   const rows = await tx.$queryRaw<RunRow[]>`
     SELECT * FROM journey_runs
-    WHERE environment_id = ${environmentId}::uuid AND user_id = ${userKey} AND journey_id = ANY(${journeyIds}::uuid[])
+    WHERE environment_id = ${environmentId}::uuid AND user_hash = ${hashStored(userKey)} AND user_id = ${userKey} AND journey_id = ANY(${journeyIds}::uuid[])
     ORDER BY entered_at, id FOR UPDATE`;
   return rows.map(toRun);
 }
@@ -106,11 +108,12 @@ export async function insertRun(
   run: { journeyId: string; environmentId: string; userKey: string; triggerKey: string; once: boolean; state: RunState; wakeAt: number | null },
 ): Promise<string | null> {
   const s = run.state;
+  const userHash = hashStored(run.userKey);
   const rows = await tx.$queryRaw<{ id: string }[]>`
-    INSERT INTO journey_runs (id, journey_id, environment_id, user_id, trigger_key, once_key, status, step, step_started_at,
+    INSERT INTO journey_runs (id, journey_id, environment_id, user_id, user_hash, trigger_key, trigger_hash, once_key, status, step, step_started_at,
                               waiting_for, due_at, entered_at, converted_at, ended_at, wake_at, step_trigger)
-    VALUES (gen_random_uuid(), ${run.journeyId}::uuid, ${run.environmentId}::uuid, ${run.userKey}, ${run.triggerKey},
-            ${run.once ? run.userKey : null}, ${s.status}, ${s.step}, ${BigInt(s.stepStartedAt)}, ${s.waitingFor === null ? null : toPgText(s.waitingFor)},
+    VALUES (gen_random_uuid(), ${run.journeyId}::uuid, ${run.environmentId}::uuid, ${run.userKey}, ${userHash}, ${run.triggerKey}, ${hashStored(run.triggerKey)},
+            ${run.once ? userHash : null}, ${s.status}, ${s.step}, ${BigInt(s.stepStartedAt)}, ${s.waitingFor === null ? null : toPgText(s.waitingFor)},
             ${big(s.dueAt)}, ${BigInt(s.enteredAt)}, ${big(s.convertedAt)}, ${big(s.endedAt)}, ${big(run.wakeAt)},
             ${s.stepTriggerId === null ? null : toPgText(s.stepTriggerId)})
     ON CONFLICT DO NOTHING RETURNING id`;
@@ -162,7 +165,7 @@ export async function nextHandledEvent(tx: Tx, environmentId: string, userKey: s
 export async function profileFields(tx: Tx, environmentId: string, userKey: string): Promise<Record<string, unknown> | null> {
   const rows = await tx.$queryRaw<{ fields: string }[]>`
     SELECT p.fields FROM profile_users u JOIN profiles p ON p.id = u.profile_id
-    WHERE u.environment_id = ${environmentId}::uuid AND u.user_id = ${userKey}`;
+    WHERE u.environment_id = ${environmentId}::uuid AND u.user_hash = ${hashStored(userKey)} AND u.user_id = ${userKey}`;
   return rows[0] ? (JSON.parse(rows[0].fields) as Record<string, unknown>) : null;
 }
 
@@ -208,7 +211,7 @@ export interface RunView {
 /** A journey's runs with what their send steps did, for operators. */
 export async function listRuns(db: Db, journeyId: string, userId?: string): Promise<RunView[]> {
   const runs = await db.journeyRun.findMany({
-    where: { journeyId, ...(userId === undefined ? {} : { userId: toPgText(userId.trim()) }) },
+    where: { journeyId, ...(userId === undefined ? {} : { userHash: identityHash(userId.trim()) }) },
     orderBy: [{ enteredAt: 'asc' }, { id: 'asc' }],
     include: { messages: { orderBy: { step: 'asc' } } },
   });

@@ -8,6 +8,7 @@ import { array, lazy, mixed, object, ValidationError } from 'yup';
 import type { TestContext } from 'yup';
 import { abortError, isAborting, issueAt, issueError, issueErrors, toIssues } from './issues.ts';
 import type { Issue, IssueData, IssueOptions } from './issues.ts';
+import { stringifyJson } from '../domain/json-text.ts';
 import { parseTimestamp } from './timestamp.ts';
 import { JSON_TYPES, messagesFor, receivedType, type JsonType } from './received-type.ts';
 
@@ -22,13 +23,25 @@ export interface ConsentDecisionInput {
   expiresAt: number | null;
 }
 
+/**
+ * A valid call, in a form that crosses threads at the cost of a copy (json-pool.ts): the traits
+ * as JSON text, never as an object that may be millions of levels deep or keys wide.
+ */
 export interface IdentifyInput {
   userId: string; // trimmed
-  traits: Record<string, unknown>;
+  /** The traits object as stringifyJson writes it. */
+  traitsText: string;
+  /** traits.email and traits.phone when sent: a string as sent, any other value null (no address). */
+  addressTraits: AddressTraits;
   messageId: string | null; // trimmed, null when omitted
   timestamp: string | null; // as sent
   timestampMs: number | null;
   consent: ConsentDecisionInput[]; // defaults applied: purpose marketing, source api
+}
+
+export interface AddressTraits {
+  email?: string | null;
+  phone?: string | null;
 }
 
 export type IdentifyCheck = { ok: true; input: IdentifyInput } | { ok: false; issues: Issue[] } | { ok: false; tooFarAhead: true };
@@ -383,14 +396,25 @@ function toInput(body: Record<string, unknown>): IdentifyInput {
   if (body.consent !== undefined) {
     for (const d of body.consent as Record<string, unknown>[]) consent.push(toDecision(d));
   }
+  const traits = body.traits === undefined ? {} : (body.traits as Record<string, unknown>);
   return {
     userId: (body.userId as string).trim(),
-    traits: body.traits === undefined ? {} : (body.traits as Record<string, unknown>),
+    traitsText: stringifyJson(traits),
+    addressTraits: addressTraitsOf(traits),
     messageId: body.messageId === undefined ? null : (body.messageId as string).trim(),
     timestamp,
     timestampMs,
     consent,
   };
+}
+
+/** traits.email and traits.phone as an Identify input carries them. */
+export function addressTraitsOf(traits: Record<string, unknown>): AddressTraits {
+  const addresses: AddressTraits = {};
+  for (const key of ['email', 'phone'] as const) {
+    if (Object.hasOwn(traits, key)) addresses[key] = typeof traits[key] === 'string' ? traits[key] : null;
+  }
+  return addresses;
 }
 
 function toDecision(d: Record<string, unknown>): ConsentDecisionInput {

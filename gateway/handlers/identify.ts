@@ -1,15 +1,16 @@
 import type { Middleware } from 'koa';
-import type { Db } from '../../common/db.ts';
-import { applyIdentify } from '../../common/store/profiles.ts';
+import { toIdentifyCall } from '../../common/store/identify-plan.ts';
 import { messageIdConflict } from '../errors.ts';
+import type { IdentifyBatcher } from '../identify-batcher.ts';
 import type { IngestState } from '../state.ts';
 
-/** Saved before the answer: 200 applied or duplicate, 409 for a messageId reused differently. */
-export function identify(deps: { db: Db }): Middleware<IngestState> {
+/** Saved before the answer (its batch committed): 200 applied or duplicate, 409 for a messageId reused differently. */
+export function identify(deps: { identifyBatcher: IdentifyBatcher }): Middleware<IngestState> {
   return async function identify(ctx) {
     const { environment, identify: input, receivedAt } = ctx.state;
-    const result = await applyIdentify(deps.db, environment, input, receivedAt);
-    if (result.kind === 'conflict') throw messageIdConflict(result.messageId);
-    ctx.body = { success: true, messageId: result.messageId, duplicate: result.kind === 'duplicate' };
+    const call = toIdentifyCall(environment, input, receivedAt);
+    const verdict = await deps.identifyBatcher.add(call);
+    if (verdict === 'conflict') throw messageIdConflict(call.messageId);
+    ctx.body = { success: true, messageId: call.messageId, duplicate: verdict === 'duplicate' };
   };
 }

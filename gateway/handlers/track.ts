@@ -1,16 +1,16 @@
 import type { Middleware } from 'koa';
-import { jobIdFor, type EventJob } from '../../common/queues.ts';
+import type { QueuedEvent } from '../../common/queues.ts';
 import type { EventBatcher } from '../event-batcher.ts';
 import { eventStorageUnavailable } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 
-/** 202 only once the job is stored in Redis (group-committed with its neighbours); otherwise 503. */
+/** 202 only once the event's batch job is stored in Redis (group-committed with its neighbours); otherwise 503. */
 export function track(deps: { batcher: EventBatcher }): Middleware<IngestState> {
   return async function track(ctx) {
     const { environment, track: event, receivedAt, timestampMs, storedPayload } = ctx.state;
-    const job: EventJob = { environmentId: environment.id, messageId: event.messageId, receivedAt, timestampMs, payload: storedPayload };
+    const queued: QueuedEvent = { environmentId: environment.id, messageId: event.messageId, receivedAt, timestampMs, payload: storedPayload };
     try {
-      await deps.batcher.add(jobIdFor(environment.id, event.messageId), job);
+      await deps.batcher.add(queued);
     } catch {
       // A timed-out batch may still land later; the client's retry with the same messageId is then a duplicate.
       throw eventStorageUnavailable();

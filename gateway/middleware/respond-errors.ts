@@ -24,7 +24,9 @@ export function respondErrors(log: Logger): Middleware<IngestState> {
       const response = known ?? internal();
       ctx.status = response.status;
       if (response.headers) ctx.set(response.headers);
-      ctx.body = response.body;
+      // Through stringifyJson too: an Identify 400's issues may arrive as JsonText.
+      ctx.type = 'json';
+      ctx.body = stringifyJson(response.body);
     }
   };
 }

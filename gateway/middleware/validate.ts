@@ -1,22 +1,36 @@
 import type { Middleware } from 'koa';
-import { checkIdentify } from '../../common/validation/identify.ts';
-import { checkTrack } from '../../common/validation/track.ts';
-import { identifyInvalid, timestampTooFarAhead, trackInvalid } from '../errors.ts';
+import { JsonText } from '../../common/domain/json-text.ts';
+import type { JsonWork } from '../../common/json-pool.ts';
+import { notJsonIssues } from '../../common/validation/identify.ts';
+import { identifyInvalid, invalidJson, timestampTooFarAhead, trackInvalid, trackTooLarge } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 
-/** Check 6b (Track): the first problem only, in the spec's field order. */
-export const validateTrack: Middleware<IngestState> = async function validateTrack(ctx, next) {
-  const result = checkTrack(ctx.state.body);
-  if (!result.ok) throw trackInvalid(result.message);
-  ctx.state.track = result.event;
-  ctx.state.timestampMs = result.timestampMs;
-  await next();
-};
+/**
+ * Check 6 (Track), in order: JSON, the size of the event as stored (413: the payload travels as
+ * a string inside the job's JSON, so each quote and backslash counts twice), then the first
+ * problem in the spec's field order. Off the event loop for a large body.
+ */
+export function validateTrack(json: JsonWork): Middleware<IngestState> {
+  return async function validateTrack(ctx, next) {
+    const result = await json.run('decodeTrack', ctx.state.rawBody);
+    if (result.kind === 'notJson') throw invalidJson();
+    if (result.kind === 'tooLarge') throw trackTooLarge();
+    if (result.kind === 'invalid') throw trackInvalid(result.message);
+    ctx.state.track = result.track;
+    ctx.state.timestampMs = result.timestampMs;
+    ctx.state.storedPayload = result.storedPayload;
+    await next();
+  };
+}
 
-/** Check 6b (Identify): every problem at once; a timestamp too far ahead has its own answer. */
-export const validateIdentify: Middleware<IngestState> = async function validateIdentify(ctx, next) {
-  const result = checkIdentify(ctx.state.body, ctx.state.receivedAt);
-  if (!result.ok) throw 'issues' in result ? identifyInvalid(result.issues) : timestampTooFarAhead();
-  ctx.state.identify = result.input;
-  await next();
-};
+/** Check 6 (Identify): JSON, then every problem at once; a timestamp too far ahead has its own answer. */
+export function validateIdentify(json: JsonWork): Middleware<IngestState> {
+  return async function validateIdentify(ctx, next) {
+    const result = await json.run('decodeIdentify', ctx.state.rawBody, ctx.state.receivedAt);
+    if (result.kind === 'notJson') throw identifyInvalid(notJsonIssues());
+    if (result.kind === 'invalid') throw identifyInvalid(new JsonText(result.issues));
+    if (result.kind === 'tooFarAhead') throw timestampTooFarAhead();
+    ctx.state.identify = result.input;
+    await next();
+  };
+}

@@ -1,7 +1,7 @@
 // A gateway whose PostgreSQL goes away or hangs: Identify and Profiles answer the JSON 500
 // promptly (never hang, never leak internals) and recover by themselves once it is back.
 import test, { type ExecutionContext } from 'ava';
-import { jobIdFor } from '../../common/queues.ts';
+import { queuedMessageIds } from '../helpers/batches.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
@@ -173,8 +173,8 @@ test('Track while PostgreSQL is away: 202 for a key the gateway has cached, 500 
     accepted.push(body.messageId as string);
   }
   t.true(Date.now() - cachedAt < TTL_MS, 'all sent while the cache entry was fresh');
-  const queue = direct.operator.eventsQueue();
-  for (const id of accepted) t.truthy(await queue.getJob(jobIdFor(tenant.environmentId, id)), 'the accepted event is in Redis');
+  const queued = await queuedMessageIds(direct.operator.eventsQueue(), tenant.environmentId);
+  for (const id of accepted) t.true(queued.has(id), 'the accepted event is in Redis');
 
   expectInternal(t, await api.track(trackBody(), other), 'track with a key not cached');
   expectInternal(t, await api.identify(), 'identify meanwhile');

@@ -7,7 +7,7 @@ import path from 'node:path';
 import test from 'ava';
 import { journeyCreate, journeyPublish, journeyStatsCommand } from '../../cli/commands/journey.ts';
 import { storedTrackPayload } from '../../common/domain/track-payload.ts';
-import { jobIdFor, type EventJob } from '../../common/queues.ts';
+import { eventBatchName, type QueuedEvent } from '../../common/queues.ts';
 import { checkTrack } from '../../common/validation/track.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { trackBody } from '../helpers/http.ts';
@@ -27,6 +27,8 @@ test.after.always(async () => {
 });
 
 const N = 2000;
+/** Events per batch job, as one gateway group commit would write them. */
+const BATCH = 50;
 
 test('a worker killed mid-batch loses and doubles nothing', async (t) => {
   const tenant = await newTenant(h);
@@ -37,31 +39,30 @@ test('a worker killed mid-batch loses and doubles nothing', async (t) => {
   const journey = await journeyCreate(h.operator, [tenant.slug, '--file', file]);
   await journeyPublish(h.operator, [tenant.slug, journey.id]);
 
-  // The backlog, shaped exactly as gateway/handlers/track.ts enqueues it.
+  // The backlog, shaped exactly as gateway/event-batcher.ts enqueues it.
   const ids: string[] = [];
-  const jobs: { name: string; data: EventJob; opts: { jobId: string } }[] = [];
+  const events: QueuedEvent[] = [];
   for (let i = 0; i < N; i++) {
     const body = trackBody({ messageId: `kill-${i}-${Date.now()}`, userId: `user-${i}`, event: i % 2 ? 'Odd' : 'Even', properties: { i } });
     const checked = checkTrack(body);
     if (!checked.ok) throw new Error(checked.message);
     ids.push(checked.event.messageId);
-    jobs.push({
-      name: 'track',
-      data: {
-        environmentId: tenant.environmentId,
-        messageId: checked.event.messageId,
-        receivedAt: Date.now(),
-        timestampMs: checked.timestampMs,
-        payload: storedTrackPayload(body),
-      },
-      opts: { jobId: jobIdFor(tenant.environmentId, checked.event.messageId) },
+    events.push({
+      environmentId: tenant.environmentId,
+      messageId: checked.event.messageId,
+      receivedAt: Date.now(),
+      timestampMs: checked.timestampMs,
+      payload: storedTrackPayload(body),
     });
   }
-  for (let i = 0; i < N; i += 500) await queue.addBulk(jobs.slice(i, i + 500));
-  t.is(await queue.count(), N);
+  const jobs = [];
+  for (let i = 0; i < N; i += BATCH) jobs.push({ name: eventBatchName(BATCH), data: { events: events.slice(i, i + BATCH) } });
+  await queue.addBulk(jobs);
+  t.is(await queue.count(), N / BATCH);
 
   const rows = () => h.db.event.count({ where: { environmentId: tenant.environmentId } });
-  const env = { ...h.env, WORKER_LOCK_MS: '2000' };
+  // Few batches at once, so that the kill finds some active and many still waiting.
+  const env = { ...h.env, WORKER_LOCK_MS: '2000', WORKER_CONCURRENCY: '4' };
 
   const first = await spawnIntake('worker', env);
   children.push(first);
@@ -96,7 +97,7 @@ test('a worker killed mid-batch loses and doubles nothing', async (t) => {
   t.true(perId.every((r) => r._count._all === 1));
   t.deepEqual(perId.map((r) => r.messageId).sort(), [...ids].sort());
   t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId, status: { not: 'processed' } } }), 0);
-  t.deepEqual(await queue.getJobCounts('completed', 'failed'), { completed: N, failed: 0 });
+  t.deepEqual(await queue.getJobCounts('completed', 'failed'), { completed: N / BATCH, failed: 0 });
 
   t.deepEqual(await journeyStatsCommand(h.operator, [tenant.slug, journey.id]), { entered: N / 2, active: 0, completed: N / 2, exited: 0, converted: 0 });
   const sends = await h.db.journeyMessage.groupBy({ by: ['runId'], where: { journeyId: journey.id }, _count: { _all: true } });
@@ -104,8 +105,8 @@ test('a worker killed mid-batch loses and doubles nothing', async (t) => {
   t.true(sends.every((r) => r._count._all === 1));
 
   // The kill really interrupted jobs: the ones it held were recovered as stalled.
-  const completed = await queue.getJobs(['completed'], 0, N);
+  const completed = await queue.getJobs(['completed'], 0, N / BATCH);
   const recovered = completed.filter((j) => j.stalledCounter > 0).length;
-  t.log(`${held.active} jobs active at the kill, ${recovered} recovered as stalled`);
-  t.true(recovered > 0, 'some jobs were taken over from the killed worker');
+  t.log(`${held.active} batch jobs active at the kill, ${recovered} recovered as stalled`);
+  t.true(recovered > 0, 'some batches were taken over from the killed worker');
 });

@@ -1,6 +1,7 @@
 // A keep-alive HTTP/1.1 client with full control of method, raw path, headers and body bytes
 // (fetch would normalize or refuse some of what the fuzz sends).
 import http from 'node:http';
+import { conform } from '../helpers/api-conformance.ts';
 
 export interface RawRequest {
   method: string;
@@ -47,6 +48,12 @@ export function rawClient(baseUrl: string) {
             }
             const status = res.statusCode ?? 0;
             statuses.set(status, (statuses.get(status) ?? 0) + 1);
+            try {
+              // Every reply of the three endpoints must match docs/openapi.yaml.
+              conform({ method: req.method, path: req.path, status, header: (name) => headerValue(res.headers, name), text });
+            } catch (err) {
+              return reject(err);
+            }
             resolve({ status, headers: res.headers, text, json });
           });
         });
@@ -57,4 +64,9 @@ export function rawClient(baseUrl: string) {
     },
     close: () => agent.destroy(),
   };
+}
+
+function headerValue(headers: http.IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name.toLowerCase()];
+  return Array.isArray(value) ? value.join(', ') : value;
 }

@@ -389,7 +389,7 @@ function seedProfile(pathValue: string): Promise<void> {
     done = (async () => {
       const env = await h.db.environment.findUnique({ where: { pathValue } });
       if (!env) return;
-      const input = { userId: 'user-1', traits: { plan: 'pro' }, messageId: null, timestamp: null, timestampMs: null, consent: [] };
+      const input = { userId: 'user-1', traitsText: '{"plan":"pro"}', addressTraits: {}, messageId: null, timestamp: null, timestampMs: null, consent: [] };
       await applyIdentify(h.db, { id: env.id, features: [] }, input, Date.now());
     })();
     seeded.set(pathValue, done);

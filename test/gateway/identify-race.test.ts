@@ -54,8 +54,8 @@ function shuffled<T>(items: T[]): T[] {
 
 /** The stored per-trait times of a user's profile. */
 async function traitTimes(tenant: Tenant, userId: string): Promise<Record<string, number>> {
-  const link = await h.db.profileUser.findUniqueOrThrow({
-    where: { environmentId_userId: { environmentId: tenant.environmentId, userId } },
+  const link = await h.db.profileUser.findFirstOrThrow({
+    where: { environmentId: tenant.environmentId, userId },
     include: { profile: true },
   });
   return JSON.parse(link.profile.traitTimes);
@@ -295,5 +295,24 @@ test('join-by-email calls racing (two users swapping emails, two users sending o
     const [pc, pd] = await Promise.all([readProfile(tenant, c), readProfile(tenant, d)]);
     t.is(pc.json.profile_id, pd.json.profile_id, 'd joined c');
     t.like(pc.json.fields, { email: e3, r: 1, s: 1 });
+  }
+});
+
+test('two gateways racing batches over the same users in opposite orders: no 500, no deadlock left unresolved, every call applied', async (t) => {
+  const tenant = await newTenant(h, 'join-by-email');
+  const users = Array.from({ length: 30 }, (_, i) => uid(`cross${i}`));
+  for (let round = 0; round < 4; round++) {
+    const T = BASE + round * 1000;
+    // Gateway 0 gets the users in order, gateway 1 in reverse, at once: their batches lock overlapping users.
+    const body = (u: string, g: number) => ({ userId: u, timestamp: iso(T), traits: { [`g${g}r${round}`]: true, email: `${u}@example.com` }, consent: [{ channel: 'email', status: 'granted' }] });
+    const replies = await Promise.all([
+      ...users.map((u) => identify(0, tenant, body(u, 0))),
+      ...[...users].reverse().map((u) => identify(1, tenant, body(u, 1))),
+    ]);
+    for (const r of replies) t.is(r.status, 200, r.text);
+  }
+  for (const u of users) {
+    const got = await readProfile(tenant, u);
+    for (let round = 0; round < 4; round++) t.like(got.json.fields, { [`g0r${round}`]: true, [`g1r${round}`]: true });
   }
 });

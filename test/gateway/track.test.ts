@@ -43,7 +43,7 @@ function assertAccepted(t: ExecutionContext, reply: Reply, messageId: string): v
 
 /** The stored row once the worker has written it (null if it never appears). */
 function stored(tenant: Tenant, messageId: string, timeoutMs = 15_000) {
-  return eventually(() => h.db.event.findUnique({ where: { environmentId_messageId: { environmentId: tenant.environmentId, messageId } } }), { timeoutMs });
+  return eventually(() => h.db.event.findFirst({ where: { environmentId: tenant.environmentId, messageId } }), { timeoutMs });
 }
 
 /** Accept `body`, wait for the stored row and return it with its payload parsed. */
@@ -309,6 +309,20 @@ test('413: letters over the ~1 MB measure', async (t) => {
   const reply = await post(tenant, trackBody({ properties: { q: 'a'.repeat(1_100_000) } }));
   t.is(reply.status, 413, reply.text);
   t.deepEqual(reply.json, { error: MESSAGES.trackTooLarge });
+});
+
+test('413 before parsing: 2 MB of unterminated JSON is too large, not invalid JSON', async (t) => {
+  const tenant = await newTenant(h);
+  const raw = '{"type":"track","properties":{"q":"' + 'a'.repeat(2 * 1024 * 1024);
+  const reply = await post(tenant, raw);
+  t.is(reply.status, 413, reply.text);
+  t.deepEqual(reply.json, { error: MESSAGES.trackTooLarge });
+  // One byte over the limit is too large whatever it holds; a body within it keeps the measure and its messages.
+  const over = await post(tenant, '{' + ' '.repeat(1_048_576 - 2) + '}!');
+  t.is(over.status, 413, over.text);
+  const within = await post(tenant, '{' + ' '.repeat(1_048_576 - 3) + '}!');
+  t.is(within.status, 400, within.text);
+  t.deepEqual(within.json, { error: MESSAGES.invalidJson });
 });
 
 test('413: a 20 MB upload is refused at once, without reading it', async (t) => {

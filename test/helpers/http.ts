@@ -1,4 +1,5 @@
 // A fetch wrapper that never throws on 4xx/5xx and returns what tests assert on.
+import { conform } from './api-conformance.ts';
 export interface Reply {
   status: number;
   headers: Headers;
@@ -33,6 +34,8 @@ export async function request(baseUrl: string, path: string, options: RequestOpt
   } catch {
     json = undefined;
   }
+  // Every reply of the three endpoints must match docs/openapi.yaml (throws when it does not).
+  conform({ method, path, status: res.status, header: (name) => res.headers.get(name) ?? undefined, text });
   return { status: res.status, headers: res.headers, text, json };
 }
 

@@ -8,7 +8,7 @@ import test from 'ava';
 import { Queue, Worker } from 'bullmq';
 import type { Config } from '../../common/config.ts';
 import { createLogger } from '../../common/logger.ts';
-import { EVENTS_QUEUE, SERVICE_EVENTS_QUEUE } from '../../common/queues.ts';
+import { DEAD_LETTER_QUEUE, EVENTS_QUEUE, SERVICE_EVENTS_QUEUE } from '../../common/queues.ts';
 import { createRedis } from '../../common/redis.ts';
 import { startDashboard, type Dashboard } from '../../gateway/dashboard.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -114,7 +114,7 @@ test('right credentials: the page loads and the API lists the product queues wit
   const api = await request(url, '/api/queues', { method: 'GET', headers: admin });
   t.is(api.status, 200);
   const queues = api.json.queues as { name: string; readOnlyMode: boolean; counts: Record<string, number> }[];
-  t.deepEqual(queues.map((q) => q.name).sort(), [EVENTS_QUEUE, SERVICE_EVENTS_QUEUE].sort());
+  t.deepEqual(queues.map((q) => q.name).sort(), [EVENTS_QUEUE, DEAD_LETTER_QUEUE, SERVICE_EVENTS_QUEUE].sort());
   t.true(queues.every((q) => q.readOnlyMode));
   // The counts come from this test's queue prefix: the dashboard reads the queues the product writes.
   t.is(queues.find((q) => q.name === EVENTS_QUEUE)!.counts.failed, 1);
@@ -214,7 +214,7 @@ test('`intake dashboard` without DASHBOARD_PASSWORD warns that it is unauthentic
   const url = `http://127.0.0.1:${portOf(child.output(), 'dashboard listening')}`;
   const res = await request(url, '/api/queues', { method: 'GET' });
   t.is(res.status, 200);
-  t.deepEqual((res.json.queues as { name: string }[]).map((q) => q.name).sort(), [EVENTS_QUEUE, SERVICE_EVENTS_QUEUE].sort());
+  t.deepEqual((res.json.queues as { name: string }[]).map((q) => q.name).sort(), [EVENTS_QUEUE, DEAD_LETTER_QUEUE, SERVICE_EVENTS_QUEUE].sort());
   t.is(await child.stop(), 0);
   t.regex(child.output(), /"msg":"dashboard stopped"/);
 });

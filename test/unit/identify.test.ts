@@ -589,7 +589,8 @@ test('accepted input: trimmed IDs, defaults, unknown fields dropped', (t) => {
     ok: true,
     input: {
       userId: 'user-1',
-      traits: { email: 'a@example.com', nested: { a: [1] }, gone: null },
+      traitsText: '{"email":"a@example.com","nested":{"a":[1]},"gone":null}',
+      addressTraits: { email: 'a@example.com' },
       messageId: 'msg-1',
       timestamp: null,
       timestampMs: null,
@@ -629,9 +630,17 @@ test('accepted input: timestamp as sent and in ms; no consent is []', (t) => {
 
 test('accepted input: traits default to {} for a consent-only call', (t) => {
   const input = inputOf(checkIdentify({ userId: 'u', consent: [{ channel: 'email', status: 'unknown' }] }, NOW));
-  t.deepEqual(input?.traits, {});
+  t.is(input?.traitsText, '{}');
+  t.deepEqual(input?.addressTraits, {});
   t.is(input?.consent[0].purpose, 'marketing');
   t.is(input?.consent[0].source, 'api');
+});
+
+test('accepted input: traits as JSON text; email and phone when sent, a non-string as null', (t) => {
+  const input = inputOf(checkIdentify({ userId: 'u', traits: { b: [1, { c: null }], email: 'A@x.io', phone: { n: 1 } } }, NOW));
+  t.is(input?.traitsText, '{"b":[1,{"c":null}],"email":"A@x.io","phone":{"n":1}}');
+  t.deepEqual(input?.addressTraits, { email: 'A@x.io', phone: null });
+  t.deepEqual(inputOf(checkIdentify({ userId: 'u', traits: { name: 'x' } }, NOW))?.addressTraits, {});
 });
 
 // ---- timestamp ahead of the clock ---------------------------------------------------

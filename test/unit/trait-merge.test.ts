@@ -1,5 +1,5 @@
 import test from 'ava';
-import { mergeTraits, type TraitState } from '../../common/domain/trait-merge.ts';
+import { joinTraits, mergeTraits, type TraitState } from '../../common/domain/trait-merge.ts';
 
 const state = (fields: Record<string, unknown>, times: Record<string, number>, updatedAt: number): TraitState => ({ fields, times, updatedAt });
 
@@ -71,4 +71,27 @@ test('a trait named __proto__ is data, not a prototype', (t) => {
 test('null to a value and a value to null are changes; null to null is not', (t) => {
   t.deepEqual(mergeTraits(state({ a: null }, { a: 1 }, 1), { a: 0 }, 2).changed, ['a']);
   t.deepEqual(mergeTraits(state({ a: null }, { a: 1 }, 1), { a: null }, 2).changed, []);
+});
+
+test('joinTraits applies each trait of the joining profile at its own time, as one call per trait would', (t) => {
+  const into = state({ name: 'Ann', city: 'Oslo', plan: 'pro' }, { name: 10, city: 30, plan: 5 }, 30);
+  const from = state({ name: 'Bo', city: 'Rome', age: 40 }, { name: 20, city: 25, age: 1 }, 26);
+  let expected = into as TraitState;
+  for (const key of Object.keys(from.fields)) expected = mergeTraits(expected, { [key]: from.fields[key] }, from.times[key]);
+  const joined = joinTraits(into, from);
+  t.deepEqual(joined.fields, expected.fields);
+  t.deepEqual(joined.times, expected.times);
+  t.deepEqual(joined.fields, { name: 'Bo', city: 'Oslo', plan: 'pro', age: 40 });
+  t.is(joined.updatedAt, 30);
+});
+
+// One mergeTraits call per trait copied the profile per trait: 200,000 traits took hours.
+test('joinTraits is linear: 200,000 traits join in seconds', (t) => {
+  const fields: Record<string, unknown> = {};
+  const times: Record<string, number> = {};
+  for (let i = 0; i < 200_000; i++) ((fields[`k${i}`] = i), (times[`k${i}`] = 1));
+  const started = performance.now();
+  const joined = joinTraits(state({}, {}, 0), state(fields, times, 1));
+  t.is(Object.keys(joined.fields).length, 200_000);
+  t.true(performance.now() - started < 5000);
 });

@@ -25,7 +25,7 @@ const sample = (text: string, line: string) => {
   return found === undefined ? undefined : Number(found.slice(line.length + 1));
 };
 
-test('stored events, insert batch sizes and queue depths by state', async (t) => {
+test('stored events, batches, events per batch, stored lag, insert sizes and queue depths by state', async (t) => {
   const gateway = await gatewayInProcess(h);
   try {
     const tenant = await newTenant(h);
@@ -39,7 +39,13 @@ test('stored events, insert batch sizes and queue depths by state', async (t) =>
     });
     t.truthy(text, 'three events stored');
     t.is(sample(text!, 'intake_worker_insert_batch_size_sum'), 3);
-    t.is(sample(text!, 'intake_queue_jobs{queue="events",state="completed"}'), 3);
+    t.is(sample(text!, 'intake_queue_jobs{queue="events",state="completed"}'), 3, 'three requests one after another: three batch jobs');
+    t.is(sample(text!, 'intake_worker_batches_total{outcome="completed"}'), 3);
+    t.is(sample(text!, 'intake_worker_batch_events_sum'), 3);
+    t.is(sample(text!, 'intake_worker_batch_events_count'), 3);
+    t.is(sample(text!, 'intake_worker_stored_lag_seconds_count'), 3);
+    t.true(sample(text!, 'intake_worker_stored_lag_seconds_sum')! < 30, 'received to stored in seconds');
+    t.is(sample(text!, 'intake_queue_jobs{queue="events-dead-letter",state="failed"}'), 0);
     t.is(sample(text!, 'intake_queue_jobs{queue="events",state="waiting"}'), 0);
     // Any worker on the database may relay another file's Identify changes (the outbox is global): counted, not zero.
     t.regex(text!, /^intake_journey_entries_total \d+$/m);

@@ -49,7 +49,7 @@ async function applied(t: ExecutionContext, tenant: Tenant, body: Record<string,
 const rowsOf = (tenant: Tenant) => h.db.outboxEvent.findMany({ where: { environmentId: tenant.environmentId }, orderBy: { id: 'asc' } });
 
 async function profileIdOf(tenant: Tenant, userId: string): Promise<string> {
-  const link = await h.db.profileUser.findUniqueOrThrow({ where: { environmentId_userId: { environmentId: tenant.environmentId, userId } } });
+  const link = await h.db.profileUser.findFirstOrThrow({ where: { environmentId: tenant.environmentId, userId } });
   return link.profileId;
 }
 

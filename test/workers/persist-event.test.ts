@@ -2,7 +2,7 @@
 // plus one end-to-end run over HTTP for input only the gateway's serializer can write.
 import test from 'ava';
 import { storedTrackPayload } from '../../common/domain/track-payload.ts';
-import type { EventJob } from '../../common/queues.ts';
+import type { QueuedEvent } from '../../common/queues.ts';
 import { eventNames, findEvent } from '../../common/store/events.ts';
 import { checkTrack } from '../../common/validation/track.ts';
 import { persistEvent } from '../../workers/persist-event.ts';
@@ -22,7 +22,7 @@ test.after.always(async () => {
 });
 
 /** A job exactly as the gateway builds it (gateway/handlers/track.ts) from a valid body. */
-function jobFor(tenant: Tenant, body: Record<string, unknown>): EventJob {
+function jobFor(tenant: Tenant, body: Record<string, unknown>): QueuedEvent {
   const checked = checkTrack(body);
   if (!checked.ok) throw new Error(`invalid test body: ${checked.message}`);
   return {

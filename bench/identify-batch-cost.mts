@@ -1,0 +1,38 @@
+// `node --import tsx bench/identify-batch-cost.mts`: applyIdentifyBatch alone (no HTTP): wall
+// time and this process's CPU per batch and per call, for batches of 1, 8, 24 and 64 calls of
+// the bench's shape. Where a batch's time goes, without the gateway around it.
+import { randomBytes } from 'node:crypto';
+import { loadConfig } from '../common/config.ts';
+import { createDb, poolOf } from '../common/db.ts';
+import { stringifyJson } from '../common/domain/json-text.ts';
+import { migrate } from '../common/migrate.ts';
+import { addressTraitsOf } from '../common/validation/identify.ts';
+import { applyIdentifyBatch } from '../common/store/identify-batch.ts';
+import { toIdentifyCall } from '../common/store/identify-plan.ts';
+
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_bench';
+await migrate(DATABASE_URL);
+const db = createDb(loadConfig({ ...process.env, DATABASE_URL }));
+const pool = poolOf(db);
+const envId = (await db.$queryRaw<{ id: string }[]>`SELECT id FROM environments LIMIT 1`)[0]?.id;
+if (!envId) throw new Error('run npm run bench once first (it creates an environment)');
+const run = randomBytes(3).toString('hex');
+let n = 0;
+const nextCall = () => {
+  n++;
+  const user = n % 10000;
+  const traits = { name: `User ${user}`, plan: `p${n % 7}`, visits: n, email: `user${user}@shop.io` };
+  const input = { userId: `user-${user}`, traitsText: stringifyJson(traits), addressTraits: addressTraitsOf(traits), messageId: `${run}-${n}`, timestamp: null, timestampMs: Date.now(), consent: [] };
+  return toIdentifyCall({ id: envId, features: [] }, input, Date.now());
+};
+for (const size of [1, 8, 24, 64]) {
+  const batches = Math.max(20, Math.round(1200 / size));
+  for (let i = 0; i < 5; i++) await applyIdentifyBatch(pool, Array.from({ length: size }, nextCall));
+  const cpu = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < batches; i++) await applyIdentifyBatch(pool, Array.from({ length: size }, nextCall));
+  const wall = performance.now() - t0;
+  const used = process.cpuUsage(cpu);
+  console.log(JSON.stringify({ size, 'wall ms/batch': +(wall / batches).toFixed(2), 'wall µs/call': Math.round((wall * 1000) / batches / size), 'client CPU µs/call': Math.round((used.user + used.system) / batches / size) }));
+}
+await db.$disconnect();

@@ -1,0 +1,419 @@
+// Identify's group commit: the calls of one batch in ONE transaction with a fixed number of
+// round trips, through the node-postgres pool (no ORM on this path):
+//   1. BEGIN and the per-user (and, for joining, per-email) advisory locks, in key order;
+//   2. claim every messageId (INSERT … ON CONFLICT DO NOTHING, in key order), read the earlier
+//      claims and the users' profile ids;
+//   3. lock the profiles (and those a joinable email may join) in id order, read them;
+//   (4. batches with consent: lock each address and channel/purpose in key order, read its decision;)
+//   5. write every result set-based in one statement (profiles, user IDs, address history,
+//      decisions, outbox rows, NOTIFY), COMMIT.
+// The rules run in between, in memory (identify-plan.ts): on a JSON pool thread when the
+// batch's traits or profiles are large (json-pool.ts), so a multi-MB profile of a bad shape
+// never holds up the gateway's event loop. Every transaction takes its locks in
+// the same order (advisory keys, messageIds, profile ids, consent keys, each sorted), so
+// batches of two gateways over the same users wait for each other and never deadlock; a
+// deadlock PostgreSQL still reports (or a profile joined away meanwhile) runs the batch again.
+// The statements are named (prepared once per connection): PostgreSQL plans them once, not
+// per batch.
+// A batch PostgreSQL refuses for its data is split in halves until the refused call is alone:
+// it gets its own error, every other call its answer.
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import { isWriteConflict, QUERY_TIMEOUT_MS, queryTimeoutFor } from '../db.ts';
+import type { Decision } from '../domain/consent.ts';
+import { hashStored } from '../domain/identity-hash.ts';
+import { fromPgText, toPgText } from '../domain/pg-text.ts';
+import { inlineJsonWork, type JsonWork } from '../json-pool.ts';
+import { OUTBOX_CHANNEL } from './outbox.ts';
+import {
+  consentRef,
+  messageRef,
+  SnapshotChanged,
+  userRef,
+  type IdentifyCall,
+  type Plan,
+  type PriorMessage,
+  type Snapshot,
+  type StoredProfile,
+  type Verdict,
+} from './identify-plan.ts';
+
+export type BatchOutcome = Verdict | Error;
+
+/** Apply a batch; one outcome per call, in order. Never rejects. */
+export async function applyIdentifyBatch(pool: pg.Pool, calls: IdentifyCall[], json: JsonWork = inlineJsonWork, attempts = 5): Promise<BatchOutcome[]> {
+  try {
+    return await retrying(() => runBatch(pool, json, calls), attempts);
+  } catch (err) {
+    if (calls.length === 1 || !isDataError(err)) return calls.map(() => err as Error);
+    // Halves in arrival order: the first commits before the second starts.
+    const half = Math.ceil(calls.length / 2);
+    const first = await applyIdentifyBatch(pool, calls.slice(0, half), json, attempts);
+    return first.concat(await applyIdentifyBatch(pool, calls.slice(half), json, attempts));
+  }
+}
+
+async function retrying<T>(work: () => Promise<T>, attempts: number): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (attempt >= attempts || !(isWriteConflict(err) || err instanceof SnapshotChanged)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+    }
+  }
+}
+
+/**
+ * An error PostgreSQL raised for what a statement carried (not for the connection or the
+ * server's state), or one the rules threw on a value: splitting the batch isolates its call.
+ * Connection faults are not split: every part would wait for its own connection timeout.
+ */
+function isDataError(err: unknown): boolean {
+  if (err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError) return true;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.length === 5 && !/^(08|53|57|58)/.test(code) && !isWriteConflict(err);
+}
+
+/** PostgreSQL answered (with an SQLSTATE): the connection is alive. */
+function hasSqlState(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.length === 5;
+}
+
+async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[]): Promise<Verdict[]> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  // A checked-out client whose connection drops between statements emits 'error'; unheard,
+  // that would end the process. The next statement then fails and the client is dropped.
+  const onError = (err: Error) => (broken = err);
+  client.on('error', onError);
+  try {
+    await client.query(`BEGIN; SELECT pg_advisory_xact_lock(k) FROM unnest('{${lockKeys(calls).join(',')}}'::int8[]) AS k`);
+    const now = Date.now();
+    const snap = await readSnapshot(client, calls);
+    let plan = await planOf(json, calls, snap, now);
+    if (plan.consentKeys.size) {
+      snap.decisions = await lockDecisions(client, plan);
+      plan = await planOf(json, calls, snap, now);
+    }
+    await write(client, plan);
+    await client.query('COMMIT');
+    return plan.verdicts;
+  } catch (err) {
+    // After a timeout or a lost connection a ROLLBACK would wait as long again: the connection
+    // is dropped instead (PostgreSQL rolls back what it held).
+    if (hasSqlState(err) || err instanceof SnapshotChanged || isDataError(err)) await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+    else broken = err as Error;
+    throw err;
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
+}
+
+// ---- locks and reads ---------------------------------------------------------------------
+
+/** A 64-bit advisory lock key (SHA-256 prefix, signed). */
+function advisoryKey(text: string): bigint {
+  return createHash('sha256').update(text).digest().readBigInt64BE(0);
+}
+
+function sortedKeys(keys: Iterable<bigint>): bigint[] {
+  return [...new Set(keys)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** Every user of the batch, and every joinable email of a joining organization. */
+function lockKeys(calls: IdentifyCall[]): bigint[] {
+  const keys: bigint[] = [];
+  for (const c of calls) {
+    keys.push(advisoryKey(`user:${userRef(c)}`));
+    const email = joinEmailOf(c);
+    if (email) keys.push(advisoryKey(`email:${c.envId}:${email}`));
+  }
+  return sortedKeys(keys);
+}
+
+function joinEmailOf(c: IdentifyCall): string | null {
+  return c.joinByEmail ? c.joinEmail : null;
+}
+
+const hex = (text: string) => hashStored(text).toString('hex');
+
+interface ClaimRow {
+  kind: 'prior' | 'claimed' | 'user';
+  env: string;
+  hash: string;
+  a: string | null;
+  b: string | null;
+  ts: string | null;
+  c: string | null;
+}
+
+// Claims in key order (the INSERT takes unnest's order), so two batches claiming the same
+// messageIds wait for each other in one order. Rows committed before the statement began are
+// the priors; a claim that waited for another transaction's insert is read again below.
+const CLAIM_SQL = `
+WITH m AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::text[]) AS m(env, hash, id, user_id, ts, traits)),
+ins AS (
+  INSERT INTO identify_messages (environment_id, message_id, message_hash, user_id, timestamp_ms, traits)
+  SELECT env, id, decode(hash, 'hex'), user_id, ts, traits FROM m ON CONFLICT DO NOTHING
+  RETURNING environment_id, message_hash)
+SELECT 'prior' AS kind, i.environment_id AS env, encode(i.message_hash, 'hex') AS hash, i.message_id AS a, i.user_id AS b, i.timestamp_ms AS ts, i.traits AS c
+  FROM identify_messages i JOIN m ON i.environment_id = m.env AND i.message_hash = decode(m.hash, 'hex')
+UNION ALL
+SELECT 'claimed', environment_id, encode(message_hash, 'hex'), NULL, NULL, NULL, NULL FROM ins
+UNION ALL
+SELECT 'user', u.environment_id, encode(u.user_hash, 'hex'), u.user_id, u.profile_id::text, NULL, NULL
+  FROM profile_users u JOIN unnest($7::uuid[], $8::text[]) AS k(env, hash) ON u.environment_id = k.env AND u.user_hash = decode(k.hash, 'hex')`;
+
+const PRIORS_SQL = `
+SELECT 'prior' AS kind, i.environment_id AS env, encode(i.message_hash, 'hex') AS hash, i.message_id AS a, i.user_id AS b, i.timestamp_ms AS ts, i.traits AS c
+  FROM identify_messages i JOIN unnest($1::uuid[], $2::text[]) AS k(env, hash) ON i.environment_id = k.env AND i.message_hash = decode(k.hash, 'hex')`;
+
+const PROFILE_COLUMNS = `p.id, p.environment_id, p.fields, p.trait_times, p.updated_at, p.email, p.created_at`;
+const PROFILES_SQL = (withClaims: boolean) => `
+SELECT ${PROFILE_COLUMNS}${
+  withClaims
+    ? `, (SELECT coalesce(json_agg(json_build_object('channel', c.channel, 'value', c.value, 'at', c.at, 'order', c.id) ORDER BY c.id), '[]')
+         FROM address_claims c WHERE c.profile_id = p.id) AS claims`
+    : ''
+}
+FROM profiles p WHERE p.id = ANY($1::uuid[]) OR (p.email = ANY($2::text[]) AND p.environment_id = ANY($3::uuid[]))
+ORDER BY p.id FOR UPDATE`;
+
+interface ProfileRow {
+  id: string;
+  environment_id: string;
+  fields: string;
+  trait_times: string;
+  updated_at: Date;
+  email: string | null;
+  created_at: Date;
+  claims?: { channel: 'email' | 'sms'; value: string; at: string | number; order: string | number }[];
+}
+
+/** The batch's plan, computed where its size allows (json-pool.ts); what the rules threw is thrown again here. */
+async function planOf(json: JsonWork, calls: IdentifyCall[], snap: Snapshot, now: number): Promise<Plan> {
+  const texts = calls.map((c) => c.traitsText);
+  for (const p of snap.profiles.values()) texts.push(p.fields, p.times);
+  for (const p of snap.priors.values()) texts.push(p.traitsText);
+  const outcome = await json.runFor(texts, 'planIdentifyBatch', calls, snap, now);
+  if (outcome.kind === 'plan') return outcome.plan;
+  const rebuilt = { SnapshotChanged, TypeError, RangeError, SyntaxError }[outcome.name];
+  throw rebuilt ? new rebuilt(outcome.message) : new Error(outcome.message);
+}
+
+async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promise<Snapshot> {
+  // One claim per messageId (its first call); later copies are weighed against it in memory.
+  const byMessage = new Map<string, { call: IdentifyCall; hash: string }>();
+  for (const c of calls) if (!byMessage.has(messageRef(c))) byMessage.set(messageRef(c), { call: c, hash: hex(c.messageKey) });
+  const claims = [...byMessage.values()].sort((x, y) => compare(x.call.envId + x.hash, y.call.envId + y.hash));
+  const byUser = new Map<string, { call: IdentifyCall; hash: string }>();
+  for (const c of calls) if (!byUser.has(userRef(c))) byUser.set(userRef(c), { call: c, hash: hex(c.userKey) });
+  const userList = [...byUser.values()];
+
+  const claimTimeout = await boundStatement(client, sum(claims.map((m) => m.call.traitsText.length)));
+  const { rows } = await client.query<ClaimRow>(timed(claimTimeout, { name: 'identify-claim', text: CLAIM_SQL, values: [
+    claims.map((m) => m.call.envId),
+    claims.map((m) => m.hash),
+    claims.map((m) => m.call.messageKey),
+    claims.map((m) => m.call.userKey),
+    claims.map((m) => m.call.input.timestampMs),
+    claims.map((m) => m.call.traitsText),
+    userList.map((u) => u.call.envId),
+    userList.map((u) => u.hash),
+  ] }));
+  const rowKey = (env: string, hash: string) => `${env}:${hash}`;
+  const priorRows = new Map<string, ClaimRow>();
+  const claimed = new Set<string>();
+  const userRows = new Map<string, ClaimRow>();
+  for (const r of rows) {
+    if (r.kind === 'prior') priorRows.set(rowKey(r.env, r.hash), r);
+    else if (r.kind === 'claimed') claimed.add(rowKey(r.env, r.hash));
+    else userRows.set(rowKey(r.env, r.hash), r);
+  }
+  const unseen = claims.filter((m) => !claimed.has(rowKey(m.call.envId, m.hash)) && !priorRows.has(rowKey(m.call.envId, m.hash)));
+  if (unseen.length) {
+    const again = await client.query<ClaimRow>(PRIORS_SQL, [unseen.map((m) => m.call.envId), unseen.map((m) => m.hash)]);
+    for (const r of again.rows) priorRows.set(rowKey(r.env, r.hash), r);
+  }
+
+  const priors = new Map<string, PriorMessage>();
+  for (const [ref, m] of byMessage) {
+    const r = priorRows.get(rowKey(m.call.envId, m.hash));
+    if (!r || claimed.has(rowKey(m.call.envId, m.hash))) continue;
+    priors.set(ref, { messageKey: r.a!, userKey: r.b!, timestampMs: r.ts === null ? null : Number(r.ts), traitsText: r.c! });
+  }
+  const users = new Map<string, string>();
+  for (const [ref, u] of byUser) {
+    const r = userRows.get(rowKey(u.call.envId, u.hash));
+    if (r && r.a === u.call.userKey) users.set(ref, r.b!);
+  }
+
+  const emails = new Set<string>();
+  const emailEnvs = new Set<string>();
+  for (const c of calls) {
+    const email = joinEmailOf(c);
+    if (email) emails.add(email), emailEnvs.add(c.envId);
+  }
+  const withClaims = calls.some((c) => c.input.consent.length > 0);
+  const wanted = new Set(users.values());
+  const locked = await client.query<ProfileRow>({ name: `identify-profiles-${withClaims}`, text: PROFILES_SQL(withClaims), values: [[...wanted], [...emails], [...emailEnvs]] });
+  const profiles = new Map<string, StoredProfile>();
+  for (const r of locked.rows) profiles.set(r.id, toStored(r));
+  // A profile a user pointed at was joined into another (and deleted) before we locked it.
+  for (const id of wanted) if (!profiles.has(id)) throw new SnapshotChanged(`profile ${id} was joined meanwhile`);
+  return { users, profiles, priors, decisions: null };
+}
+
+function toStored(r: ProfileRow): StoredProfile {
+  return {
+    id: r.id,
+    envId: r.environment_id,
+    fields: r.fields,
+    times: r.trait_times,
+    updatedAt: r.updated_at.getTime(),
+    email: r.email,
+    createdAt: r.created_at.getTime(),
+    claims: r.claims ? r.claims.map((c) => ({ channel: c.channel, value: fromPgText(c.value), at: Number(c.at), order: Number(c.order) })) : null,
+  };
+}
+
+const DECISIONS_SQL = `
+SELECT c.environment_id AS env, c.channel, c.purpose, c.address, c.status, c.basis, c.source, c.proof_ref, c.decided_at, c.expires_at
+  FROM consent_decisions c JOIN unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) AS k(env, channel, purpose, hash)
+    ON c.environment_id = k.env AND c.channel = k.channel AND c.purpose = k.purpose AND c.address_hash = decode(k.hash, 'hex')`;
+
+/** Locks each address and channel/purpose the batch decides on (key order), then reads its decision. */
+async function lockDecisions(client: pg.PoolClient, plan: Plan): Promise<Map<string, Decision>> {
+  const keys = [...plan.consentKeys.values()];
+  await client.query('SELECT pg_advisory_xact_lock(k) FROM unnest($1::int8[]) AS k', [
+    sortedKeys(keys.map((k) => advisoryKey(`consent:${consentRef(k.envId, k.channel, k.purpose, k.address)}`))).map(String),
+  ]);
+  const { rows } = await client.query(DECISIONS_SQL, [
+    keys.map((k) => k.envId),
+    keys.map((k) => k.channel),
+    keys.map((k) => k.purpose),
+    keys.map((k) => hex(toPgText(k.address))),
+  ]);
+  const out = new Map<string, Decision>();
+  for (const r of rows) {
+    const address = fromPgText(r.address);
+    out.set(consentRef(r.env, r.channel, r.purpose, address), {
+      channel: r.channel,
+      purpose: r.purpose,
+      status: r.status,
+      basis: r.basis,
+      source: fromPgText(r.source),
+      proofRef: r.proof_ref === null ? null : fromPgText(r.proof_ref),
+      decidedAt: Number(r.decided_at),
+      expiresAt: r.expires_at === null ? null : Number(r.expires_at),
+    });
+  }
+  return out;
+}
+
+// ---- the write ---------------------------------------------------------------------------
+
+// One statement. Its parts touch distinct rows; foreign keys are checked at its end, when the
+// new profiles exist and moved user IDs and claims point at the profile they joined.
+const WRITE_SQL = `
+WITH
+new_profiles AS (
+  INSERT INTO profiles (id, environment_id, fields, trait_times, updated_at, email, created_at)
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::timestamptz[])),
+updated AS (
+  UPDATE profiles p SET fields = t.fields, trait_times = t.times, updated_at = t.updated_at, email = t.email
+  FROM unnest($8::uuid[], $9::text[], $10::text[], $11::timestamptz[], $12::text[]) AS t(id, fields, times, updated_at, email)
+  WHERE p.id = t.id),
+new_users AS (
+  INSERT INTO profile_users (environment_id, user_id, user_hash, profile_id)
+  SELECT env, user_id, decode(hash, 'hex'), profile_id FROM unnest($13::uuid[], $14::text[], $15::text[], $16::uuid[]) AS t(env, user_id, hash, profile_id)),
+moved_users AS (
+  UPDATE profile_users u SET profile_id = t.dst FROM unnest($17::uuid[], $18::uuid[]) AS t(src, dst) WHERE u.profile_id = t.src),
+moved_claims AS (
+  UPDATE address_claims c SET profile_id = t.dst FROM unnest($17::uuid[], $18::uuid[]) AS t(src, dst) WHERE c.profile_id = t.src),
+new_claims AS (
+  INSERT INTO address_claims (profile_id, channel, value, at) SELECT * FROM unnest($19::uuid[], $20::text[], $21::text[], $22::int8[])),
+decisions AS (
+  INSERT INTO consent_decisions (environment_id, channel, purpose, address, address_hash, status, basis, source, proof_ref, decided_at, expires_at, updated_at)
+  SELECT env, channel, purpose, address, decode(hash, 'hex'), status, basis, source, proof_ref, decided_at, expires_at, now()
+  FROM unnest($23::uuid[], $24::text[], $25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::text[], $31::text[], $32::int8[], $33::int8[])
+    AS t(env, channel, purpose, address, hash, status, basis, source, proof_ref, decided_at, expires_at)
+  ON CONFLICT (environment_id, channel, purpose, address_hash) DO UPDATE SET
+    address = EXCLUDED.address, status = EXCLUDED.status, basis = EXCLUDED.basis, source = EXCLUDED.source, proof_ref = EXCLUDED.proof_ref,
+    decided_at = EXCLUDED.decided_at, expires_at = EXCLUDED.expires_at, updated_at = now()),
+outbox AS (
+  INSERT INTO outbox_events (environment_id, kind, payload) SELECT * FROM unnest($34::uuid[], $35::text[], $36::text[]))
+SELECT CASE WHEN cardinality($34::uuid[]) > 0 THEN pg_notify('${OUTBOX_CHANNEL}', '') END AS notified`;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * The bound of the batch's next statement, by the text it carries: a large one gets more time
+ * on both sides (SET LOCAL: this transaction only); an ordinary one keeps the pool's.
+ */
+async function boundStatement(client: pg.PoolClient, chars: number): Promise<number> {
+  const ms = queryTimeoutFor(chars);
+  if (ms > QUERY_TIMEOUT_MS) await client.query(`SET LOCAL statement_timeout = ${ms}`);
+  return ms;
+}
+
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+
+/** node-postgres reads a per-query `query_timeout` (its typings do not list it). */
+function timed<C extends pg.QueryConfig>(ms: number, config: C): C {
+  return Object.assign(config, { query_timeout: ms });
+}
+
+async function write(client: pg.PoolClient, plan: Plan): Promise<void> {
+  const created = plan.profiles.filter((p) => p.isNew);
+  const updated = plan.profiles.filter((p) => !p.isNew);
+  const d = plan.decisions;
+  const carried = sum(plan.profiles.map((p) => p.fields.length + p.times.length)) + sum(plan.outbox.map((o) => o.payload.length));
+  const timeout = await boundStatement(client, carried);
+  await client.query(timed(timeout, { name: 'identify-write', text: WRITE_SQL, values: [
+    created.map((p) => p.id),
+    created.map((p) => p.envId),
+    created.map((p) => p.fields),
+    created.map((p) => p.times),
+    created.map((p) => iso(p.updatedAt)),
+    created.map((p) => p.email),
+    created.map((p) => iso(p.createdAt)),
+    updated.map((p) => p.id),
+    updated.map((p) => p.fields),
+    updated.map((p) => p.times),
+    updated.map((p) => iso(p.updatedAt)),
+    updated.map((p) => p.email),
+    plan.users.map((u) => u.envId),
+    plan.users.map((u) => u.userKey),
+    plan.users.map((u) => hex(u.userKey)),
+    plan.users.map((u) => u.profileId),
+    plan.moved.map((m) => m.from),
+    plan.moved.map((m) => m.to),
+    plan.claims.map((c) => c.profileId),
+    plan.claims.map((c) => c.channel),
+    plan.claims.map((c) => toPgText(c.value)),
+    plan.claims.map((c) => String(c.at)),
+    d.map((r) => r.envId),
+    d.map((r) => r.decision.channel),
+    d.map((r) => r.decision.purpose),
+    d.map((r) => toPgText(r.address)),
+    d.map((r) => hex(toPgText(r.address))),
+    d.map((r) => r.decision.status),
+    d.map((r) => r.decision.basis),
+    d.map((r) => toPgText(r.decision.source)),
+    d.map((r) => (r.decision.proofRef === null ? null : toPgText(r.decision.proofRef))),
+    d.map((r) => String(r.decision.decidedAt)),
+    d.map((r) => (r.decision.expiresAt === null ? null : String(r.decision.expiresAt))),
+    plan.outbox.map((o) => o.envId),
+    plan.outbox.map((o) => o.kind),
+    plan.outbox.map((o) => o.payload),
+  ] }));
+  if (plan.moved.length) await client.query('DELETE FROM profiles WHERE id = ANY($1::uuid[])', [plan.moved.map((m) => m.from)]);
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,289 @@
+// Identify's rules applied to a batch of calls, in memory and in arrival order: the one rule
+// path for every call (traits only, consent, join by email, any organization). Pure: the
+// store (identify-batch.ts) reads and locks what the batch touches into a Snapshot, this
+// module decides every answer and every row to write, and the store writes them set-based.
+// Applying a batch here gives what applying its calls one after the other would.
+import { randomUUID } from 'node:crypto';
+import { addressAsOf, addressFromTraits, normalizeAddress, supersedes, toDecision, type Channel, type Decision } from '../domain/consent.ts';
+import { joinableEmail } from '../domain/email.ts';
+import { jsonEqual } from '../domain/json-equal.ts';
+import { toPgText } from '../domain/pg-text.ts';
+import { SERVICE_EVENTS } from '../domain/service-events.ts';
+import { stringifyJson } from '../domain/json-text.ts';
+import { joinTraits, mergeTraits, type TraitState } from '../domain/trait-merge.ts';
+import type { IdentifyInput } from '../validation/identify.ts';
+
+export type Verdict = 'applied' | 'duplicate' | 'conflict';
+
+/** One accepted Identify call, with the values its rows are keyed by. */
+export interface IdentifyCall {
+  envId: string;
+  /** The organization has the join-by-email feature. */
+  joinByEmail: boolean;
+  input: IdentifyInput;
+  /** As sent, or generated when omitted. */
+  messageId: string;
+  /** The call's time: its timestamp, else its receipt time. */
+  callTime: number;
+  /** The traits as JSON text (kept for idempotency comparisons). */
+  traitsText: string;
+  /** userId and messageId as their columns store them (pg-text.ts). */
+  userKey: string;
+  messageKey: string;
+  /** traits.email when it may join profiles (email.ts), whatever the organization. */
+  joinEmail: string | null;
+}
+
+/** The call as the batch weighs it; a messageId is generated when the caller sent none. */
+export function toIdentifyCall(env: { id: string; features: readonly string[] }, input: IdentifyInput, receivedAt: number): IdentifyCall {
+  const messageId = input.messageId ?? randomUUID();
+  return {
+    envId: env.id,
+    joinByEmail: env.features.includes('join-by-email'),
+    input,
+    messageId,
+    callTime: input.timestampMs ?? receivedAt,
+    traitsText: input.traitsText,
+    userKey: toPgText(input.userId),
+    messageKey: toPgText(messageId),
+    joinEmail: joinableEmail(input.addressTraits.email),
+  };
+}
+
+export interface StoredClaim {
+  channel: Channel;
+  value: string;
+  at: number;
+  /** Arrival order (the row id; later claims of a batch after every stored one). */
+  order: number;
+}
+
+/** Texts and plain values only: a snapshot crosses to a JSON pool thread (json-tasks.ts) when large. */
+export interface StoredProfile {
+  id: string;
+  envId: string;
+  /** The stored traits and their times, as JSON text (parsed by the planner). */
+  fields: string;
+  times: string;
+  updatedAt: number;
+  email: string | null;
+  createdAt: number;
+  /** Address history, loaded only for batches with consent decisions. */
+  claims: StoredClaim[] | null;
+}
+
+export interface PriorMessage {
+  messageKey: string;
+  userKey: string;
+  timestampMs: number | null;
+  traitsText: string;
+}
+
+/** What the store read (and locked) for a batch. */
+export interface Snapshot {
+  /** userRef(call) → profile id, for the batch's users that have a profile. */
+  users: Map<string, string>;
+  /** The profiles of those users and, for joining, every profile holding a joinable email of the batch. */
+  profiles: Map<string, StoredProfile>;
+  /** messageRef(call) → the earlier call recorded under that messageId. */
+  priors: Map<string, PriorMessage>;
+  /** consentRef → the stored decision (absent: none). Null before they were read (first pass). */
+  decisions: Map<string, Decision> | null;
+}
+
+export interface DecisionRow {
+  envId: string;
+  decision: Decision;
+  address: string;
+}
+
+export interface Plan {
+  verdicts: Verdict[];
+  /** Profiles to insert (isNew) or update, in their final state. */
+  profiles: { id: string; envId: string; fields: string; times: string; updatedAt: number; email: string | null; createdAt: number; isNew: boolean }[];
+  /** Stored profiles joined into another: their user IDs and claims move to `to`, then they are deleted. */
+  moved: { from: string; to: string }[];
+  users: { envId: string; userKey: string; profileId: string }[];
+  claims: { profileId: string; channel: Channel; value: string; at: number }[];
+  decisions: DecisionRow[];
+  outbox: { envId: string; kind: string; payload: string }[];
+  /** Every (address, channel/purpose) the batch's decisions apply to: the store locks and reads these. */
+  consentKeys: Map<string, { envId: string; channel: Channel; purpose: Decision['purpose']; address: string }>;
+}
+
+export const userRef = (c: Pick<IdentifyCall, 'envId' | 'userKey'>) => `${c.envId}:${c.userKey}`;
+export const messageRef = (c: Pick<IdentifyCall, 'envId' | 'messageKey'>) => `${c.envId}:${c.messageKey}`;
+export const consentRef = (envId: string, channel: string, purpose: string, address: string) => `${envId}:${channel}:${purpose}:${toPgText(address)}`;
+
+/** The join candidates' and the profile read: a profile the store expected is gone (joined away meanwhile). */
+export class SnapshotChanged extends Error {
+  override name = 'SnapshotChanged';
+}
+
+interface Work extends Omit<StoredProfile, 'fields' | 'times' | 'updatedAt'> {
+  state: TraitState;
+  isNew: boolean;
+  dirty: boolean;
+  into: string | null;
+}
+
+const NEW_CLAIM_ORDER = 2 ** 52;
+
+export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, newId: () => string): Plan {
+  const profiles = new Map<string, Work>();
+  for (const { fields, times, updatedAt, ...p } of snap.profiles.values()) {
+    const state = { fields: JSON.parse(fields) as Record<string, unknown>, times: JSON.parse(times) as Record<string, number>, updatedAt };
+    profiles.set(p.id, { ...p, state, claims: p.claims && [...p.claims], isNew: false, dirty: false, into: null });
+  }
+  const users = new Map(snap.users);
+  const seen = new Map<string, PriorMessage>();
+  const decisions = new Map(snap.decisions ?? []);
+  const plan: Plan = { verdicts: [], profiles: [], moved: [], users: [], claims: [], decisions: [], outbox: [], consentKeys: new Map() };
+  const decisionWrites = new Map<string, DecisionRow>();
+  const newUsers = new Map<string, { envId: string; userKey: string; profileId: string }>();
+  let claimOrder = NEW_CLAIM_ORDER;
+
+  const profileOf = (id: string): Work => {
+    const p = profiles.get(id);
+    if (!p || p.into !== null) throw new SnapshotChanged(`profile ${id} not in the batch's snapshot`);
+    return p;
+  };
+
+  for (const call of calls) {
+    const { input } = call;
+    const mref = messageRef(call);
+    const prior = seen.get(mref) ?? snap.priors.get(mref);
+    // The traits are parsed here, once per call (validation kept them as text: json-pool.ts).
+    const traits = JSON.parse(call.traitsText) as Record<string, unknown>;
+    if (prior) {
+      const same = prior.messageKey === call.messageKey && prior.userKey === call.userKey && prior.timestampMs === input.timestampMs && (prior.traitsText === call.traitsText || jsonEqual(JSON.parse(prior.traitsText), traits));
+      plan.verdicts.push(same ? 'duplicate' : 'conflict');
+      continue;
+    }
+    seen.set(mref, { messageKey: call.messageKey, userKey: call.userKey, timestampMs: input.timestampMs, traitsText: call.traitsText });
+
+    const uref = userRef(call);
+    const ownId = users.get(uref);
+    let profile: Work | null = ownId === undefined ? null : profileOf(ownId);
+
+    const joinEmail = call.joinByEmail ? call.joinEmail : null;
+    if (joinEmail) {
+      const other = oldestWithEmail(profiles, call.envId, joinEmail, profile?.id ?? null);
+      if (other && !profile) {
+        users.set(uref, other.id);
+        newUsers.set(uref, { envId: call.envId, userKey: call.userKey, profileId: other.id });
+        profile = other;
+      } else if (other && profile) {
+        join(profile, other, users);
+        profile = other;
+      }
+    }
+    if (!profile) {
+      profile = { id: newId(), envId: call.envId, state: { fields: {}, times: {}, updatedAt: call.callTime }, email: null, createdAt: now, claims: [], isNew: true, dirty: true, into: null };
+      profiles.set(profile.id, profile);
+      users.set(uref, profile.id);
+      newUsers.set(uref, { envId: call.envId, userKey: call.userKey, profileId: profile.id });
+    }
+
+    const merged = mergeTraits(profile.state, traits, call.callTime);
+    profile.state = { fields: merged.fields, times: merged.times, updatedAt: merged.updatedAt };
+    profile.email = joinableEmail(merged.fields.email);
+    profile.dirty = true;
+
+    // Every email/phone value a call sends is kept with the call's time, for "as of" lookups.
+    for (const [channel, trait] of ADDRESS_TRAITS) {
+      if (!Object.hasOwn(input.addressTraits, trait)) continue;
+      const value = normalizeAddress(channel, input.addressTraits[trait]) ?? '';
+      plan.claims.push({ profileId: profile.id, channel, value, at: call.callTime });
+      profile.claims?.push({ channel, value, at: call.callTime, order: claimOrder++ });
+    }
+
+    if (merged.changed.length) {
+      const changed = Object.fromEntries(merged.changed.map((k) => [k, merged.fields[k]]));
+      const payload = { userId: input.userId, profileId: profile.id, messageId: call.messageId, at: call.callTime, changed };
+      plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.profileFieldsChanged, payload: stringifyJson(payload) });
+    }
+
+    for (const c of consentCandidates(call, profile, now)) {
+      const key = consentRef(call.envId, c.decision.channel, c.decision.purpose, c.address);
+      plan.consentKeys.set(key, { envId: call.envId, channel: c.decision.channel, purpose: c.decision.purpose, address: c.address });
+      const existing = decisions.get(key) ?? null;
+      if (!supersedes(c.decision, existing)) continue;
+      decisions.set(key, c.decision);
+      decisionWrites.set(key, { envId: call.envId, decision: c.decision, address: c.address });
+      if (!existing || existing.status !== c.decision.status || existing.expiresAt !== c.decision.expiresAt) {
+        const { channel, purpose, status, decidedAt, expiresAt } = c.decision;
+        const payload = { userId: input.userId, profileId: profile.id, messageId: call.messageId, channel, purpose, address: c.address, status, decidedAt, expiresAt };
+        plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.subscriptionChanged, payload: stringifyJson(payload) });
+      }
+    }
+    plan.verdicts.push('applied');
+  }
+
+  const final = (id: string): string => {
+    let p = profiles.get(id)!;
+    while (p.into !== null) p = profiles.get(p.into)!;
+    return p.id;
+  };
+  for (const p of profiles.values()) {
+    if (p.into !== null) {
+      if (!p.isNew) plan.moved.push({ from: p.id, to: final(p.id) });
+    } else if (p.dirty) {
+      const { fields, times, updatedAt } = p.state;
+      plan.profiles.push({ id: p.id, envId: p.envId, fields: stringifyJson(fields), times: JSON.stringify(times), updatedAt, email: p.email, createdAt: p.createdAt, isNew: p.isNew });
+    }
+  }
+  for (const u of newUsers.values()) plan.users.push({ ...u, profileId: final(u.profileId) });
+  for (const c of plan.claims) c.profileId = final(c.profileId);
+  plan.decisions = [...decisionWrites.values()];
+  return plan;
+}
+
+const ADDRESS_TRAITS = [
+  ['email', 'email'],
+  ['sms', 'phone'],
+] as const;
+
+/**
+ * The profile a joinable email joins: the oldest other profile of the environment holding it.
+ * The store read every such profile, so the ones in memory are all there are.
+ */
+function oldestWithEmail(profiles: Map<string, Work>, envId: string, email: string, own: string | null): Work | null {
+  let best: Work | null = null;
+  for (const p of profiles.values()) {
+    if (p.into !== null || p.envId !== envId || p.email !== email || p.id === own) continue;
+    if (!best || p.createdAt < best.createdAt || (p.createdAt === best.createdAt && p.id < best.id)) best = p;
+  }
+  return best;
+}
+
+/**
+ * `own` joins `other`: each of its traits is applied at its own last-written time (the later
+ * write wins), its user IDs and address history move over, and it is deleted.
+ */
+function join(own: Work, other: Work, users: Map<string, string>): void {
+  const merged = joinTraits(other.state, own.state);
+  other.state = { fields: merged.fields, times: merged.times, updatedAt: merged.updatedAt };
+  other.email = joinableEmail(merged.fields.email);
+  other.dirty = true;
+  if (other.claims && own.claims) other.claims = [...other.claims, ...own.claims].sort((x, y) => x.order - y.order);
+  for (const [ref, id] of users) if (id === own.id) users.set(ref, other.id);
+  own.into = other.id;
+}
+
+/** The call's decisions with the address each applies to (skipped without one), in lock-key order. */
+function consentCandidates(call: IdentifyCall, profile: Work, now: number): { decision: Decision; address: string }[] {
+  const out: { decision: Decision; address: string; key: string }[] = [];
+  for (const raw of call.input.consent) {
+    const decision = toDecision(raw, call.callTime, now);
+    const address =
+      addressFromTraits(decision.channel, call.input.addressTraits) ??
+      addressAsOf(
+        decision.channel,
+        (profile.claims ?? []).filter((c) => c.channel === decision.channel),
+        decision.decidedAt,
+      );
+    if (address) out.push({ decision, address, key: consentRef(call.envId, decision.channel, decision.purpose, address) });
+  }
+  return out.sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
+}

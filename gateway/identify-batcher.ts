@@ -1,0 +1,15 @@
+// Identify group commit (common/group-batch.ts): the calls that arrive together are applied in
+// one transaction (common/store/identify-batch.ts); each is answered with its own verdict once
+// that transaction committed, or with its own error.
+import type pg from 'pg';
+import type { JsonWork } from '../common/json-pool.ts';
+import { createGroupBatch, type GroupBatch, type GroupBatchOptions } from '../common/group-batch.ts';
+import { applyIdentifyBatch } from '../common/store/identify-batch.ts';
+import type { IdentifyCall, Verdict } from '../common/store/identify-plan.ts';
+
+export type IdentifyBatcher = GroupBatch<IdentifyCall, Verdict>;
+
+/** `json`: where a large batch's rules run (off the event loop). */
+export function createIdentifyBatcher(pool: pg.Pool, json: JsonWork, options: GroupBatchOptions): IdentifyBatcher {
+  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, json), options);
+}

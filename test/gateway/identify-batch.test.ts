@@ -1,0 +1,151 @@
+// Identify's group commit at the store: a batch is one transaction applying its calls in
+// arrival order; duplicates and conflicting reuse inside one batch; every kind of call
+// (traits only, consent only, join by email) on the one path; a call the database refuses at
+// apply time fails alone, in a batch of 50 and through the gateway.
+import { randomBytes } from 'node:crypto';
+import test from 'ava';
+import { poolOf } from '../../common/db.ts';
+import { stringifyJson } from '../../common/domain/json-text.ts';
+import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
+import { toIdentifyCall, type IdentifyCall } from '../../common/store/identify-plan.ts';
+import { addressTraitsOf, type ConsentDecisionInput, type IdentifyInput } from '../../common/validation/identify.ts';
+import { request } from '../helpers/http.ts';
+import { gatewayInProcess } from '../helpers/processes.ts';
+import { newTenant, openHarness, ownDatabase, type Harness, type Tenant } from '../helpers/services.ts';
+
+let h: Harness;
+// A marker trait value the database refuses (a trigger of this file's own database raises on it).
+const POISON = `poison-${randomBytes(6).toString('hex')}`;
+
+test.before(async () => {
+  // Its own database: the trigger below must not touch other files' profiles.
+  const url = await ownDatabase('identify_batch');
+  h = await openHarness({ DATABASE_URL: url });
+  await poolOf(h.db).query(`
+    CREATE OR REPLACE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.fields LIKE '%${POISON}%' THEN RAISE EXCEPTION 'refused by test trigger'; END IF;
+      RETURN NEW;
+    END $$;
+    DROP TRIGGER IF EXISTS refuse_poison ON profiles;
+    CREATE TRIGGER refuse_poison BEFORE INSERT OR UPDATE ON profiles FOR EACH ROW EXECUTE FUNCTION refuse_poison();`);
+});
+test.after.always(() => h?.close());
+
+const BASE = Date.parse('2024-05-01T10:00:00.000Z');
+
+function input(userId: string, traits: Record<string, unknown>, extra: Partial<IdentifyInput> = {}): IdentifyInput {
+  return { userId, traitsText: stringifyJson(traits), addressTraits: addressTraitsOf(traits), messageId: null, timestamp: null, timestampMs: null, consent: [], ...extra };
+}
+
+function call(tenant: Tenant, i: IdentifyInput, features: string[] = []): IdentifyCall {
+  return toIdentifyCall({ id: tenant.environmentId, features }, i, Date.now());
+}
+
+function grant(channel: 'email' | 'sms', consentedAt: number | null): ConsentDecisionInput {
+  return { channel, status: 'granted', purpose: 'marketing', basis: 'consent', source: 'api', consentedAt, proofRef: null, expiresAt: null };
+}
+
+async function profileOf(tenant: Tenant, userId: string) {
+  const { rows } = await poolOf(h.db).query(
+    `SELECT p.id, p.fields, p.trait_times, p.updated_at, p.xmin::text AS xmin FROM profile_users u JOIN profiles p ON p.id = u.profile_id
+     WHERE u.environment_id = $1 AND u.user_id = $2`,
+    [tenant.environmentId, userId],
+  );
+  const r = rows[0];
+  return r && { id: r.id as string, fields: JSON.parse(r.fields), times: JSON.parse(r.trait_times), updatedAt: (r.updated_at as Date).getTime(), xmin: r.xmin as string };
+}
+
+test('calls for one user inside one batch apply in arrival order; on equal times the later arrival wins', async (t) => {
+  const tenant = await newTenant(h);
+  const at = (ms: number) => ({ timestampMs: ms, timestamp: new Date(ms).toISOString() });
+  const calls = [
+    call(tenant, input('u1', { a: 'first', b: 1 }, at(BASE + 2000))),
+    call(tenant, input('u1', { a: 'older', c: true }, at(BASE + 1000))),
+    call(tenant, input('u1', { a: 'tie-later', b: 2 }, at(BASE + 2000))),
+    call(tenant, input('u2', { a: 'other user' }, at(BASE))),
+    call(tenant, input('u1', { b: null }, at(BASE + 2000))),
+  ];
+  t.deepEqual(await applyIdentifyBatch(poolOf(h.db), calls), ['applied', 'applied', 'applied', 'applied', 'applied']);
+  const p = await profileOf(tenant, 'u1');
+  t.deepEqual(p.fields, { a: 'tie-later', b: null, c: true });
+  t.deepEqual(p.times, { a: BASE + 2000, b: BASE + 2000, c: BASE + 1000 });
+  t.is(p.updatedAt, BASE + 2000);
+  // One transaction wrote both users' profiles.
+  t.is((await profileOf(tenant, 'u2')).xmin, p.xmin);
+});
+
+test('duplicate retry and conflicting reuse of a messageId inside one batch', async (t) => {
+  const tenant = await newTenant(h);
+  const same = input('u1', { plan: 'pro' }, { messageId: 'm-1' });
+  const calls = [
+    call(tenant, same),
+    call(tenant, { ...same, consent: [grant('email', BASE)] }),
+    call(tenant, input('u1', { plan: 'free' }, { messageId: 'm-1' })),
+    call(tenant, input('u2', { plan: 'pro' }, { messageId: 'm-1' })),
+  ];
+  t.deepEqual(await applyIdentifyBatch(poolOf(h.db), calls), ['applied', 'duplicate', 'conflict', 'conflict']);
+  t.deepEqual((await profileOf(tenant, 'u1')).fields, { plan: 'pro' });
+  t.is(await profileOf(tenant, 'u2'), undefined, 'a conflicting call creates nothing');
+  // Later batches weigh the stored claim the same way.
+  t.deepEqual(await applyIdentifyBatch(poolOf(h.db), [call(tenant, same), call(tenant, input('u1', { plan: 'x' }, { messageId: 'm-1' }))]), ['duplicate', 'conflict']);
+});
+
+test('a traits-only, a consent-only and a join-by-email call take one path: one batch, one transaction', async (t) => {
+  const tenant = await newTenant(h, 'join-by-email');
+  const features = ['join-by-email'];
+  await applyIdentifyBatch(poolOf(h.db), [call(tenant, input('owner', { email: 'shared@example.com' }), features)]);
+  const calls = [
+    call(tenant, input('plain', { plan: 'pro' }), features),
+    // Decided at the call's time: the address is the stored email as of then.
+    call(tenant, input('owner', {}, { consent: [grant('email', null)] }), features),
+    call(tenant, input('joiner', { email: 'Shared@Example.com', name: 'J' }), features),
+  ];
+  t.deepEqual(await applyIdentifyBatch(poolOf(h.db), calls), ['applied', 'applied', 'applied']);
+  const plain = await profileOf(tenant, 'plain');
+  const owner = await profileOf(tenant, 'owner');
+  const joiner = await profileOf(tenant, 'joiner');
+  t.is(joiner.id, owner.id, 'joined by email');
+  t.deepEqual(owner.fields, { email: 'Shared@Example.com', name: 'J' });
+  const { rows } = await poolOf(h.db).query(`SELECT status, xmin::text AS xmin FROM consent_decisions WHERE environment_id = $1`, [tenant.environmentId]);
+  t.is(rows.length, 1);
+  t.is(rows[0].status, 'granted');
+  const outbox = await poolOf(h.db).query(`SELECT kind, xmin::text AS xmin FROM outbox_events WHERE environment_id = $1 ORDER BY id`, [tenant.environmentId]);
+  // The three calls' rows (after the seed's outbox row) were written by one transaction.
+  t.is(plain.xmin, owner.xmin);
+  t.is(rows[0].xmin, plain.xmin);
+  t.deepEqual(
+    outbox.rows.slice(1).map((r) => [r.kind, r.xmin]),
+    [
+      ['profile_fields_changed', plain.xmin],
+      ['subscription_changed', plain.xmin],
+      ['profile_fields_changed', plain.xmin],
+    ],
+  );
+});
+
+test('one call the database refuses inside a batch of 50 fails alone; the other 49 are applied', async (t) => {
+  const tenant = await newTenant(h);
+  const calls = Array.from({ length: 50 }, (_, i) => call(tenant, input(`user-${i}`, { n: i, mark: i === 17 ? POISON : 'ok' })));
+  const outcomes = await applyIdentifyBatch(poolOf(h.db), calls);
+  t.true(outcomes[17] instanceof Error);
+  t.regex(String((outcomes[17] as Error).message), /refused by test trigger/);
+  outcomes.forEach((o, i) => i !== 17 && t.is(o, 'applied', `call ${i}`));
+  for (let i = 0; i < 50; i++) t.is((await profileOf(tenant, `user-${i}`))?.fields.n, i === 17 ? undefined : i);
+  // Its messageId was not kept: a corrected retry of it is applied.
+  const retry = call(tenant, input('user-17', { n: 17, mark: 'ok' }, { messageId: calls[17].messageId }));
+  t.deepEqual(await applyIdentifyBatch(poolOf(h.db), [retry]), ['applied']);
+});
+
+test('through the gateway: 50 calls at once, one refused: it answers 500 alone, the other 49 answer 200', async (t) => {
+  const tenant = await newTenant(h);
+  const gateway = await gatewayInProcess(h, { ownPool: true });
+  t.teardown(() => gateway.close());
+  const replies = await Promise.all(
+    Array.from({ length: 50 }, (_, i) =>
+      request(gateway.url, `/api/identify/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: { userId: `g-${i}`, traits: { n: i, mark: i === 31 ? POISON : 'ok' } } }),
+    ),
+  );
+  replies.forEach((r, i) => t.is(r.status, i === 31 ? 500 : 200, `call ${i}: ${r.text}`));
+  t.deepEqual(replies[31].json, { error: 'Internal error' });
+});

@@ -1,0 +1,117 @@
+// Requests Node's HTTP parser refuses never reach Koa; the gateway (and the dashboard) still
+// answer them with the contract's shape, a JSON `error`, and close the connection. Raw
+// sockets, since no HTTP client will send these.
+import net from 'node:net';
+import test, { type ExecutionContext } from 'ava';
+import { createDb } from '../../common/db.ts';
+import { createLogger } from '../../common/logger.ts';
+import { startDashboard } from '../../gateway/dashboard.ts';
+import { request, trackBody } from '../helpers/http.ts';
+import { gatewayInProcess } from '../helpers/processes.ts';
+import { newTenant, openHarness, testConfig, testEnv, type Harness, type Tenant } from '../helpers/services.ts';
+
+let h: Harness;
+let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
+let tenant: Tenant;
+
+test.before(async () => {
+  h = await openHarness();
+  gateway = await gatewayInProcess(h);
+  tenant = await newTenant(h);
+});
+test.after.always(async () => {
+  await gateway?.close();
+  await h?.close();
+});
+
+interface Exchange {
+  /** Everything the server wrote, as latin1. */
+  received: string;
+  /** Whether the server closed the connection (rather than the test giving up after 5 s). */
+  closedByServer: boolean;
+}
+
+/** Sends raw bytes on a new connection and keeps it open; resolves when the server closes it. */
+function rawExchange(url: string, bytes: string): Promise<Exchange> {
+  const { port } = new URL(url);
+  return new Promise((resolve) => {
+    let received = '';
+    let gaveUp = false;
+    const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(Buffer.from(bytes, 'latin1')));
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    socket.on('error', () => {});
+    socket.on('close', () => resolve({ received, closedByServer: !gaveUp }));
+    setTimeout(() => ((gaveUp = true), socket.destroy()), 5000).unref();
+  });
+}
+
+function parseAnswer(received: string) {
+  const [head, body = ''] = received.split('\r\n\r\n');
+  const [statusLine, ...headerLines] = head.split('\r\n');
+  const headers = Object.fromEntries(headerLines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  return { status: Number(statusLine.split(' ')[1]), headers, body };
+}
+
+const slug = () => tenant.slug;
+const CASES: [string, () => string, number, string][] = [
+  [
+    'a bad chunk size',
+    () => `POST /api/track/${slug()} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+    400,
+    'Bad request',
+  ],
+  [
+    'Transfer-Encoding together with Content-Length',
+    () => `POST /api/track/${slug()} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 7\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+    400,
+    'Bad request',
+  ],
+  ['two Content-Lengths', () => `POST /api/track/${slug()} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, 400, 'Bad request'],
+  [
+    'a header past HTTP_MAX_HEADER_BYTES (1 MiB; the issue saw 64 KB refused with an empty body)',
+    () => `POST /api/track/${slug()} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(1_100_000)}\r\nContent-Length: 2\r\n\r\n{}`,
+    431,
+    'Request header fields too large',
+  ],
+  ['a URL past HTTP_MAX_HEADER_BYTES', () => `GET /api/profiles/${slug()}/${'u'.repeat(1_100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, 'Request header fields too large'],
+];
+
+async function answersJsonAndCloses(t: ExecutionContext, url: string, what: string, bytes: string, status: number, error: string) {
+  const { received, closedByServer } = await rawExchange(url, bytes);
+  const answer = parseAnswer(received);
+  t.is(answer.status, status, `${what}: ${received.slice(0, 200)}`);
+  t.is(answer.headers['content-type'], 'application/json; charset=utf-8', what);
+  t.is(answer.headers.connection, 'close', what);
+  t.is(Number(answer.headers['content-length']), Buffer.byteLength(answer.body), what);
+  t.deepEqual(JSON.parse(answer.body), { error }, what);
+  t.true(closedByServer, `${what}: the server closes the connection`);
+}
+
+for (const [what, bytes, status, error] of CASES) {
+  test(`gateway: ${what} answers ${status} with a JSON error and closes the connection`, async (t) => {
+    await answersJsonAndCloses(t, gateway.url, what, bytes(), status, error);
+  });
+}
+
+test('gateway: still serves after the malformed requests, and a well-formed raw request still works', async (t) => {
+  await Promise.all(CASES.map(([, bytes]) => rawExchange(gateway.url, bytes())));
+  const body = JSON.stringify(trackBody());
+  const { received } = await rawExchange(
+    gateway.url,
+    `POST /api/track/${slug()} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${tenant.key}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  );
+  t.is(parseAnswer(received).status, 202, received);
+  t.is((await request(gateway.url, '/healthz', { method: 'GET' })).status, 200);
+});
+
+test('dashboard: the same five cases answer JSON errors and close the connection', async (t) => {
+  const config = testConfig(testEnv({ DASHBOARD_PORT: '0' }));
+  const db = createDb(config);
+  const board = await startDashboard({ config, db, log: createLogger('silent', 'test-dashboard') });
+  t.teardown(async () => {
+    await board.close();
+    await db.$disconnect();
+  });
+  const url = `http://127.0.0.1:${board.port}`;
+  for (const [what, bytes, status, error] of CASES) await answersJsonAndCloses(t, url, what, bytes(), status, error);
+});

@@ -1,0 +1,74 @@
+// Existing rows migrate to the digest keys (issue 10): a database at the schema before
+// 20261123100000_identity_hashes, with rows holding escaped, multi-byte and long values, gets
+// keys equal to what common/domain/identity-hash.ts computes for new rows, so lookups, dedup and
+// consent find the old rows after the upgrade.
+import { readFile, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import test from 'ava';
+import pg from 'pg';
+import { migrationsDir } from '../../common/migrate.ts';
+import { hashStored } from '../../common/domain/identity-hash.ts';
+import { toPgText } from '../../common/domain/pg-text.ts';
+import { TEST_DATABASE_URL } from '../helpers/services.ts';
+
+const MIGRATION = '20261123100000_identity_hashes';
+
+test('the identity-hash migration keys existing rows as new rows are keyed', async (t) => {
+  const url = new URL(TEST_DATABASE_URL);
+  const name = `${url.pathname.slice(1)}_idmig_${process.pid}`;
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
+  await admin.query(`CREATE DATABASE "${name}"`);
+  const db = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: `/${name}` }).toString() });
+  await db.connect();
+  t.teardown(async () => {
+    await db.end();
+    await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
+    await admin.end();
+  });
+
+  const dirs = (await readdir(migrationsDir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const sql = (dir: string) => readFile(path.join(migrationsDir, dir, 'migration.sql'), 'utf8');
+  for (const dir of dirs.filter((d) => d < MIGRATION)) await db.query(await sql(dir));
+
+  const values = ['plain', 'x\0y', 'a\ud800b', '😀 漢字 ü', 'back\\slash', 'é'.repeat(1000)].map(toPgText);
+  const env = '00000000-0000-0000-0000-000000000001';
+  await db.query(`INSERT INTO organizations (id, slug) VALUES ($1, 'org')`, [env]);
+  await db.query(`INSERT INTO environments (id, organization_id, path_value, environment_key, is_production) VALUES ($1, $1, 'org', 'prod', true)`, [env]);
+  for (const [i, v] of values.entries()) {
+    const profile = `00000000-0000-0000-0000-0000000001${String(i).padStart(2, '0')}`;
+    await db.query(
+      `INSERT INTO events (environment_id, message_id, event, "timestamp", received_at, payload, status, within_limits, drives_journeys)
+       VALUES ($1, $2, 'e', now(), now(), '{}', 'processed', true, true)`,
+      [env, v],
+    );
+    await db.query(`INSERT INTO profiles (id, environment_id, updated_at) VALUES ($1, $2, now())`, [profile, env]);
+    await db.query(`INSERT INTO profile_users (environment_id, user_id, profile_id) VALUES ($1, $2, $3)`, [env, v, profile]);
+    await db.query(`INSERT INTO identify_messages (environment_id, message_id, user_id, traits) VALUES ($1, $2, $2, '{}')`, [env, v]);
+    await db.query(
+      `INSERT INTO consent_decisions (environment_id, channel, purpose, address, status, source, decided_at) VALUES ($1, 'email', 'marketing', $2, 'granted', 'api', 0)`,
+      [env, v],
+    );
+  }
+
+  await db.query(await sql(MIGRATION));
+
+  for (const [table, column, key] of [
+    ['events', 'message_id', 'message_hash'],
+    ['profile_users', 'user_id', 'user_hash'],
+    ['identify_messages', 'message_id', 'message_hash'],
+    ['consent_decisions', 'address', 'address_hash'],
+  ]) {
+    const { rows } = await db.query<{ v: string; k: Buffer }>(`SELECT ${column} AS v, ${key} AS k FROM ${table}`);
+    t.is(rows.length, values.length, table);
+    for (const row of rows) t.deepEqual(row.k, hashStored(row.v), `${table}: ${JSON.stringify(row.v.slice(0, 20))}`);
+  }
+  // A new row with an old row's value is a duplicate under the new key.
+  const dup = await db.query(
+    `INSERT INTO events (environment_id, message_id, message_hash, event, "timestamp", received_at, payload, status, within_limits, drives_journeys)
+     VALUES ($1, $2, $3, 'e', now(), now(), '{}', 'processed', true, true) ON CONFLICT DO NOTHING`,
+    [env, values[3], hashStored(values[3])],
+  );
+  t.is(dup.rowCount, 0);
+});

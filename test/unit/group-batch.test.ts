@@ -1,0 +1,49 @@
+import test from 'ava';
+import { createGroupBatch } from '../../common/group-batch.ts';
+
+/** A run whose batches finish only when the test says so. */
+function controlled() {
+  const batches: { items: number[]; finish: (outcomes?: (number | Error)[]) => void; fail: (err: Error) => void }[] = [];
+  const run = (items: number[]) =>
+    new Promise<(number | Error)[]>((resolve, reject) => {
+      batches.push({ items, finish: (outcomes) => resolve(outcomes ?? items.map((i) => i * 10)), fail: reject });
+    });
+  return { batches, run };
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+test('items of one turn go together; while the in-flight bound is reached later items wait and then go as one batch', async (t) => {
+  const { batches, run } = controlled();
+  const group = createGroupBatch(run, { maxBatch: 100, maxInFlight: 1 });
+  const first = [1, 2, 3].map((i) => group.add(i));
+  await turn();
+  t.deepEqual(batches.map((b) => b.items), [[1, 2, 3]]);
+  const later = [4, 5].map((i) => group.add(i));
+  await turn();
+  await turn();
+  t.is(batches.length, 1, 'nothing starts while one batch is in flight');
+  const more = group.add(6);
+  batches[0].finish();
+  t.deepEqual(await Promise.all(first), [10, 20, 30]);
+  await turn();
+  t.deepEqual(batches[1].items, [4, 5, 6]);
+  batches[1].finish();
+  t.deepEqual(await Promise.all([...later, more]), [40, 50, 60]);
+});
+
+test('maxBatch bounds a batch; a per-item Error rejects that item alone; a failed run rejects its whole batch', async (t) => {
+  const { batches, run } = controlled();
+  const group = createGroupBatch(run, { maxBatch: 2, maxInFlight: 2 });
+  const adds = [1, 2, 3, 4, 5].map((i) => group.add(i));
+  await turn();
+  t.deepEqual(batches.map((b) => b.items), [[1, 2], [3, 4]]);
+  batches[0].finish([10, new Error('refused')]);
+  batches[1].fail(new Error('connection lost'));
+  const settled = await Promise.allSettled(adds.slice(0, 4));
+  t.deepEqual(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message)), [10, 'refused', 'connection lost', 'connection lost']);
+  await turn();
+  t.deepEqual(batches[2].items, [5]);
+  batches[2].finish();
+  t.is(await adds[4], 50);
+});

@@ -1,0 +1,59 @@
+// The dead-letter queue: one job per event PostgreSQL refused for its data (or whose batch ran
+// out of attempts), kept failed with the refusal as its reason until an operator retries it
+// from the dashboard or with `intake events retry`; a retried job runs its event through the
+// worker's store again. BullMQ cannot add a job as failed, so a job's first run parks it.
+import { UnrecoverableError, Worker, type Queue } from 'bullmq';
+import type { Config } from '../common/config.ts';
+import type { Logger } from '../common/logger.ts';
+import { DEAD_LETTER_QUEUE, jobIdFor, type DeadLetterJob, type QueuedEvent } from '../common/queues.ts';
+import type { Redis } from '../common/redis.ts';
+import { withTimeout } from '../common/with-timeout.ts';
+import type { Refused } from './persist-event.ts';
+
+export interface DeadLetters {
+  /** Adds one job per event (its id is the event's, so adding it again changes nothing); rejects past the enqueue bound. */
+  add(refused: Refused[]): Promise<void>;
+  waitUntilReady(): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+export function startDeadLetters(deps: {
+  config: Pick<Config, 'queuePrefix' | 'enqueueTimeoutMs' | 'workerLockMs'>;
+  connection: Redis;
+  queue: Queue<DeadLetterJob>;
+  /** The events worker's store: resolves with the events refused again. */
+  persist: (events: readonly QueuedEvent[]) => Promise<Refused[]>;
+  onStored: () => void;
+  log: Logger;
+}): DeadLetters {
+  const { config, queue, persist, log } = deps;
+  const worker = new Worker<DeadLetterJob>(
+    DEAD_LETTER_QUEUE,
+    async (job) => {
+      if (job.attemptsMade === 0 && job.data.error !== null) throw new UnrecoverableError(job.data.error);
+      const [refused] = await persist([job.data.event]);
+      if (refused) throw new UnrecoverableError(refused.error);
+      deps.onStored();
+      log.info({ queue: DEAD_LETTER_QUEUE, jobId: job.id, messageId: job.data.event.messageId }, 'dead-lettered event stored on retry');
+    },
+    { connection: deps.connection, prefix: config.queuePrefix, concurrency: 4, lockDuration: config.workerLockMs },
+  );
+  worker.on('error', (err) => log.warn({ err: err.message }, 'dead-letter worker'));
+  worker.on('failed', (job, err) => {
+    if (job && job.attemptsMade > 1) log.error({ queue: DEAD_LETTER_QUEUE, jobId: job.id, err: err.message }, 'dead-lettered event refused again on retry');
+  });
+
+  return {
+    async add(refused) {
+      if (!refused.length) return;
+      const jobs = refused.map(({ event, error }) => ({
+        name: 'track',
+        data: { event, error },
+        opts: { jobId: jobIdFor(event.environmentId, event.messageId) },
+      }));
+      await withTimeout(queue.addBulk(jobs), config.enqueueTimeoutMs, 'dead-letter queue unavailable');
+    },
+    waitUntilReady: () => worker.waitUntilReady(),
+    close: () => worker.close(),
+  };
+}
