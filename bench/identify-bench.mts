@@ -2,18 +2,22 @@
 // reference (bench/identify-reference.ts: Koa + one pg upsert per Identify, one SELECT per
 // Profiles read) in the same run, alternating rounds, medians compared.
 import type { ChildProcess } from 'node:child_process';
+import { perRequest, withCpu, type CpuSample } from './cpu-usage.mts';
 
 type LoadResult = { reqPerSec: number; p50: number; p99: number; errors: number; ok: number; duration: number };
-type Load = (url: string, opts: { headers?: Record<string, string>; requests?: unknown[]; method?: 'GET' | 'POST'; duration?: number }) => Promise<LoadResult>;
+/** A wrk load of one of bench/wrk's scripts, with the environment it reads. */
+type Wrk = (url: string, script: string, env: Record<string, string>) => Promise<LoadResult>;
 
 export interface IdentifyBenchDeps {
   base: string;
+  /** The intake gateway's process (its CPU per request is reported). */
+  gatewayPid: number;
   slug: string;
-  headers: Record<string, string>;
+  apiKey: string;
   databaseUrl: string;
   rounds: number;
   want: (name: string) => boolean;
-  load: Load;
+  wrk: Wrk;
   start: (args: string[], env: Record<string, string>, ready: RegExp) => Promise<{ child: ChildProcess; port: number }>;
   stop: (child: ChildProcess) => Promise<void>;
   report: (row: { scenario: string; [figure: string]: string | number }) => void;
@@ -22,28 +26,6 @@ export interface IdentifyBenchDeps {
 }
 
 const USERS = 10_000;
-
-/** Segment-shaped identify calls: a new messageId each, four traits and a timestamp, over 10,000 users. */
-function identifyRequests(runId: string, timestamp: string) {
-  let n = 0;
-  return [
-    {
-      method: 'POST' as const,
-      setupRequest: (req: { body?: string }) => {
-        n++;
-        const user = n % USERS;
-        req.body = `{"type":"identify","messageId":"${runId}-${n}","userId":"user-${user}","timestamp":"${timestamp}","traits":{"name":"User ${user}","plan":"p${n % 7}","visits":${n},"email":"user${user}@shop.io"}}`;
-        return req;
-      },
-    },
-  ];
-}
-
-/** user-1 … user-N: the Identify rounds number their calls from 1 (user-0 only exists past 10,000 calls). */
-function readRequests(slug: string, users: number) {
-  let n = 0;
-  return [{ method: 'GET' as const, setupRequest: (req: { path?: string }) => ((req.path = `/api/profiles/${slug}/user-${(n++ % users) + 1}`), req) }];
-}
 
 function median<T extends { reqPerSec: number }>(runs: T[]): T {
   return [...runs].sort((a, b) => a.reqPerSec - b.reqPerSec)[Math.floor(runs.length / 2)];
@@ -62,33 +44,44 @@ export async function benchIdentifyAndProfiles(d: IdentifyBenchDeps): Promise<vo
         name: 'identify',
         label: 'Identify (10K users, 4 traits + timestamp, new messageId each)',
         refLabel: 'reference: Koa + one pg upsert `fields || $traits` per request',
-        run: (url: string, headers: Record<string, string>, tag: string) =>
-          d.load(`${url}/api/identify/${d.slug}`, { headers, requests: identifyRequests(`${runId}-${tag}`, timestamp) }),
+        // Segment-shaped calls: a new messageId each, four traits and a timestamp, over 10,000 users.
+        run: (url: string, key: string, tag: string) =>
+          d.wrk(`${url}/api/identify/${d.slug}`, 'identify.lua', { BENCH_RUN_ID: `${runId}-${tag}`, BENCH_API_KEY: key, BENCH_TIMESTAMP: timestamp }),
       },
       {
         name: 'profiles',
         label: 'Profiles reads',
         refLabel: 'reference: Koa + one pg SELECT per request',
-        run: async (url: string, headers: Record<string, string>) => {
+        // user-1 … user-N in turn: the Identify rounds number their calls from 1.
+        run: async (url: string, key: string) => {
           const users = Math.max(1, Math.min(USERS, (await d.identifiedUsers()) - 100));
-          return d.load(`${url}/api/profiles/${d.slug}/user-0`, { headers, requests: readRequests(d.slug, users), method: 'GET' });
+          return d.wrk(`${url}/api/profiles/${d.slug}/`, 'profiles.lua', { BENCH_API_KEY: key, BENCH_USERS: String(users) });
         },
       },
     ];
     for (const s of scenarios) {
       if (!d.want(s.name) && !(s.name === 'identify' && d.want('profiles'))) continue;
-      await s.run(refBase, {}, 'warm-ref');
-      await s.run(d.base, d.headers, 'warm');
-      const refRuns: LoadResult[] = [];
-      const runs: LoadResult[] = [];
+      await s.run(refBase, '', 'warm-ref');
+      await s.run(d.base, d.apiKey, 'warm');
+      type Measured = LoadResult & { cpu: CpuSample };
+      const refRuns: Measured[] = [];
+      const runs: Measured[] = [];
       for (let round = 0; round < d.rounds; round++) {
-        refRuns.push(await s.run(refBase, {}, `ref${round}`));
-        runs.push(await s.run(d.base, d.headers, `r${round}`));
+        refRuns.push(await withCpu(ref.child.pid!, () => s.run(refBase, '', `ref${round}`)));
+        runs.push(await withCpu(d.gatewayPid, () => s.run(d.base, d.apiKey, `r${round}`)));
       }
       if (!d.want(s.name)) continue;
       const r = median(runs);
       const rr = median(refRuns);
-      d.report({ scenario: s.refLabel, 'req/s': rr.reqPerSec, 'p50 ms': rr.p50, 'p99 ms': rr.p99, errors: rr.errors, runs: refRuns.map((x) => x.reqPerSec).join(' / ') });
+      d.report({
+        scenario: s.refLabel,
+        'req/s': rr.reqPerSec,
+        'p50 ms': rr.p50,
+        'p99 ms': rr.p99,
+        errors: rr.errors,
+        'CPU ms/req server / pg / redis': perRequest(rr.cpu, rr.ok),
+        runs: refRuns.map((x) => x.reqPerSec).join(' / '),
+      });
       d.report({
         scenario: `intake ${s.label}`,
         'req/s': r.reqPerSec,
@@ -96,6 +89,7 @@ export async function benchIdentifyAndProfiles(d: IdentifyBenchDeps): Promise<vo
         'p99 ms': r.p99,
         errors: r.errors,
         'x reference': Math.round((r.reqPerSec / rr.reqPerSec) * 100) / 100,
+        'CPU ms/req server / pg / redis': perRequest(r.cpu, r.ok),
         runs: runs.map((x) => x.reqPerSec).join(' / '),
       });
     }

@@ -118,13 +118,15 @@ function requireWrk() {
 
 const WRK_THREADS = process.env.BENCH_WRK_THREADS ?? '1';
 
-/** Track load with wrk and bench/wrk/track.lua: unique messageIds, 2xx per second and latency percentiles. */
-function wrkTrack(url: string, opts: { runId: string; apiKey?: string; duration?: number; connections?: number }) {
+/**
+ * A wrk load of `script` (bench/wrk/*.lua, which builds each request and prints WRK_RESULT):
+ * 2xx per second and latency percentiles. `env` reaches the script (run id, key, ...).
+ */
+function wrkLoad(url: string, script: string, env: Record<string, string>, opts: { duration?: number; connections?: number } = {}) {
   const duration = opts.duration ?? DURATION;
-  const args = ['-t', WRK_THREADS, '-c', String(opts.connections ?? CONNECTIONS), '-d', `${duration}s`, '--timeout', '10s', '-s', 'bench/wrk/track.lua', url];
-  const env = { ...process.env, BENCH_RUN_ID: opts.runId, BENCH_API_KEY: opts.apiKey ?? '', BENCH_PROPERTIES: PROPERTIES };
+  const args = ['-t', WRK_THREADS, '-c', String(opts.connections ?? CONNECTIONS), '-d', `${duration}s`, '--timeout', '10s', '-s', `bench/wrk/${script}`, url];
   return new Promise<Load>((resolve, reject) => {
-    const child = spawn('wrk', args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn('wrk', args, { env: { ...process.env, LUA_PATH: 'bench/wrk/?.lua;;', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(child);
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -144,6 +146,11 @@ function wrkTrack(url: string, opts: { runId: string; apiKey?: string; duration?
       });
     });
   });
+}
+
+/** Track load: ~400-byte bodies with unique messageIds (bench/wrk/track.lua). */
+function wrkTrack(url: string, opts: { runId: string; apiKey?: string; duration?: number; connections?: number }) {
+  return wrkLoad(url, 'track.lua', { BENCH_RUN_ID: opts.runId, BENCH_API_KEY: opts.apiKey ?? '', BENCH_PROPERTIES: PROPERTIES }, opts);
 }
 
 interface Load {
@@ -254,12 +261,13 @@ async function main() {
   if (want('identify') || want('profiles')) {
     await benchIdentifyAndProfiles({
       base,
+      gatewayPid: gateway.child.pid!,
       slug,
-      headers,
+      apiKey: key,
       databaseUrl: DATABASE_URL,
       rounds: ROUNDS,
       want,
-      load,
+      wrk: wrkLoad,
       start,
       stop,
       report,

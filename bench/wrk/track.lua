@@ -26,11 +26,4 @@ function request()
   return wrk.format(nil, nil, nil, body)
 end
 
--- One machine-readable line for bench/run.mts (latencies in microseconds).
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    'WRK_RESULT {"requests":%d,"duration_us":%d,"non2xx":%d,"connect":%d,"read":%d,"write":%d,"timeout":%d,"p50_us":%d,"p99_us":%d}\n',
-    summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
-    latency:percentile(50), latency:percentile(99)))
-end
+done = require("result").done
