@@ -8,7 +8,7 @@ import { migrate } from '../common/migrate.ts';
 import { startDashboard } from '../gateway/dashboard.ts';
 import { startGateway } from '../gateway/server.ts';
 import { startWorkers } from '../workers/main.ts';
-import { UsageError } from './args.ts';
+import { readArgs, route, UsageError } from './args.ts';
 import { consentGet } from './commands/consent.ts';
 import { envCreate, envRemove } from './commands/env.ts';
 import { eventsActivity, eventsGet, eventsNames, eventsRetry } from './commands/events.ts';
@@ -17,62 +17,49 @@ import { journeyCreate, journeyList, journeyPublish, journeyRuns, journeyStatsCo
 import { keyCreate, keyList, keyRevoke } from './commands/key.ts';
 import { orgCreate, orgFeatures } from './commands/org.ts';
 import { OperatorError, openOperator, type OperatorDeps } from './operator.ts';
+import { spec, type CommandName, type OperatorName, type ProcessName } from './usage.ts';
 
 type Operator = (deps: OperatorDeps, argv: string[]) => Promise<unknown>;
 
-const operators: Record<string, Record<string, Operator>> = {
-  org: { create: orgCreate, features: orgFeatures },
-  env: { create: envCreate, remove: envRemove },
-  key: { create: keyCreate, list: keyList, revoke: keyRevoke },
-  events: { names: eventsNames, get: eventsGet, activity: eventsActivity, retry: eventsRetry },
-  journey: { create: journeyCreate, publish: journeyPublish, list: journeyList, stats: journeyStatsCommand, runs: journeyRuns },
-  consent: { get: consentGet },
+const operators: Record<OperatorName, Operator> = {
+  'org create': orgCreate,
+  'org features': orgFeatures,
+  'env create': envCreate,
+  'env remove': envRemove,
+  'key create': keyCreate,
+  'key list': keyList,
+  'key revoke': keyRevoke,
+  'events names': eventsNames,
+  'events get': eventsGet,
+  'events activity': eventsActivity,
+  'events retry': eventsRetry,
+  'journey create': journeyCreate,
+  'journey publish': journeyPublish,
+  'journey list': journeyList,
+  'journey stats': journeyStatsCommand,
+  'journey runs': journeyRuns,
+  'consent get': consentGet,
 };
 
-const USAGE = `usage: intake <command>
-
-processes:
-  gateway                 HTTP gateway (PORT, HOST)
-  worker                  queue workers
-  migrate                 apply prisma/migrations, creating the database if missing
-  dashboard               queue dashboard (DASHBOARD_PORT; basic auth when DASHBOARD_PASSWORD is set;
-                          read-only unless DASHBOARD_READ_ONLY=false)
-  dev                     migrate, then gateway, worker and dashboard in one process
-                          (the dashboard is skipped with a warning when DASHBOARD_PORT is taken)
-
-operator commands (one JSON document on stdout):
-  org create <slug> [--features f1,f2]
-  org features <slug> --set f1,f2
-  env create <org-slug> <path-value> --key <environment-key>
-  env remove <org-slug> <path-value>
-  key create <org-slug> [--env <path-value>]
-  key list <org-slug> [--env <path-value>]
-  key revoke <org-slug> <suffix> [--env <path-value>]
-  events names <org-slug> [--env <path-value>] [--days 30]
-  events get <org-slug> <messageId> [--env <path-value>]
-  events activity <org-slug> [--env <path-value>] [--limit 100]
-  events retry <org-slug> <messageId> [--env <path-value>]
-  journey create <org-slug> --file <journey.json> [--env <path-value>]
-  journey publish <org-slug> <journey-id> [--env <path-value>]
-  journey list <org-slug> [--env <path-value>]
-  journey stats <org-slug> <journey-id> [--env <path-value>]
-  journey runs <org-slug> <journey-id> [--user <userId>] [--env <path-value>]
-  consent get <org-slug> <email|sms> <address> [--purpose marketing|tracking] [--env <path-value>]
-
-client commands (through the public API; one JSON summary on stdout, progress on stderr):
-  import <org-slug> --file <customers.ndjson> [--env <path-value> [--env-key <environment-key>]]
-         [--concurrency 10] [--url http://127.0.0.1:3000] [--key <key> | INTAKE_API_KEY]
-                          one Identify call per line; resumes an interrupted import from
-                          <file>.checkpoint.json; failed lines go to <file>.failed.ndjson`;
-
 async function main(argv: string[]): Promise<number> {
-  const [command, sub, ...rest] = argv;
-  if (command === 'help' || command === '--help') {
-    console.log(USAGE);
-    return 0;
+  // Before the configuration: help needs none, and a usage mistake is reported as such.
+  const routed = route(argv);
+  if ('help' in routed) return printUsage(routed.help, routed.exit);
+  const { command } = routed;
+  // A caller of the public API (the gateway's URL and a key), not an operator of the database.
+  if (command === 'import') return printJson(await importCommand(loadConfig(), routed.argv));
+  if (isProcess(command)) {
+    readArgs(routed.argv, command); // they take no arguments
+    return runNamedProcess(command, loadConfig());
   }
-  if (!command) throw new UsageError('expected a command');
-  const config = loadConfig();
+  return runOperator(loadConfig(), operators[command], routed.argv);
+}
+
+function isProcess(command: CommandName): command is ProcessName {
+  return spec(command).section === 'process';
+}
+
+async function runNamedProcess(command: ProcessName, config: Config): Promise<number> {
   switch (command) {
     case 'migrate': {
       const result = await migrate(config.databaseUrl);
@@ -93,11 +80,13 @@ async function main(argv: string[]): Promise<number> {
         ...(await devDashboard(config, db, log)),
       ]);
   }
-  // A caller of the public API (the gateway's URL and a key), not an operator of the database.
-  if (command === 'import') return printJson(await importCommand(config, argv.slice(1)));
-  const run = operators[command]?.[sub ?? ''];
-  if (!run) throw new UsageError(`unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
-  return runOperator(config, run, rest);
+}
+
+/** Asked-for help on stdout (exit 0); the usage of a group given without its command on stderr (exit 2). */
+async function printUsage(text: string, exit: 0 | 2): Promise<number> {
+  const stream = exit === 0 ? process.stdout : process.stderr;
+  await new Promise<void>((resolve, reject) => stream.write(text + '\n', (err) => (err ? reject(err) : resolve())));
+  return exit;
 }
 
 /**
@@ -168,7 +157,7 @@ main(process.argv.slice(2)).then(
     // One line on stderr (product.md). Settings read "A: why; B: why". Of anything else, the
     // last line of its message: Prisma puts the cause there, after a source excerpt.
     const line = expected ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ') : `${err.name}: ${lastLine(err.message)}`;
-    const hint = usage ? ' (intake help lists the commands)' : '';
+    const hint = usage ? ` (${err.hint})` : '';
     // LOG_LEVEL=debug: the stack of the unexpected follows, for a bug report.
     const stack = !expected && /^(debug|trace)$/.test(process.env.LOG_LEVEL ?? '') ? `\n${err.stack}` : '';
     process.stderr.write(`intake: ${line}${hint}${stack}\n`, () => process.exit(usage ? 2 : 1));

@@ -34,13 +34,18 @@ export function startDeadLetters(deps: {
       const [refused] = await persist([job.data.event]);
       if (refused) throw new UnrecoverableError(refused.error);
       deps.onStored();
-      log.info({ queue: DEAD_LETTER_QUEUE, jobId: job.id, messageId: job.data.event.messageId }, 'dead-lettered event stored on retry');
+      const { environmentId, messageId } = job.data.event;
+      log.info({ queue: DEAD_LETTER_QUEUE, jobId: job.id, environmentId, messageId }, 'dead-lettered event stored on retry');
     },
     { connection: deps.connection, prefix: config.queuePrefix, concurrency: 4, lockDuration: config.workerLockMs },
   );
   worker.on('error', (err) => log.warn({ err: err.message }, 'dead-letter worker'));
   worker.on('failed', (job, err) => {
-    if (job && job.attemptsMade > 1) log.error({ queue: DEAD_LETTER_QUEUE, jobId: job.id, err: err.message }, 'dead-lettered event refused again on retry');
+    // A job's first failure with a recorded error is it parking itself (that refusal was logged
+    // when the event was dead-lettered); any other failure is a retry refused again.
+    if (!job || (job.attemptsMade <= 1 && job.data.error !== null)) return;
+    const { environmentId, messageId } = job.data.event;
+    log.error({ queue: DEAD_LETTER_QUEUE, jobId: job.id, environmentId, messageId, err: err.message }, 'dead-lettered event refused again on retry');
   });
 
   return {

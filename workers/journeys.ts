@@ -86,7 +86,7 @@ export function createJourneyEngine(deps: JourneyEngineDeps): JourneyEngine {
     if (id === null) return;
     metrics?.journeyEntries.inc();
     await send(tx, journey.environmentId, userKey, { id, journeyId: journey.id }, outcome);
-    log.info({ journeyId: journey.id, runId: id, status: outcome.run.status, step: outcome.run.step }, 'journey entered');
+    log.info({ journeyId: journey.id, runId: id, messageId: trigger.messageId, status: outcome.run.status, step: outcome.run.step }, 'journey entered');
   }
 
   async function send(tx: Tx, environmentId: string, userKey: string, run: { id: string; journeyId: string }, outcome: Outcome) {

@@ -11,6 +11,7 @@ import {
   createEventsQueue,
   createServiceEventsQueue,
   type EventBatchJob,
+  type QueuedEvent,
   type ServiceEventJob,
 } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
@@ -52,15 +53,26 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
 
   const deadLettered = startDeadLetters({ config, connection, queue: deadLetters, persist, onStored: () => counted.stored.inc(), log });
 
+  /**
+   * One debug line per event of a batch job, naming its messageId: what an operator greps for.
+   * Off at the default level, where a line per event would be as many lines as Track calls.
+   */
+  function logEachEvent(jobId: string | undefined, events: readonly QueuedEvent[], msg: string) {
+    if (!log.isLevelEnabled('debug')) return;
+    for (const e of events) log.debug({ queue: EVENTS_QUEUE, jobId, environmentId: e.environmentId, messageId: e.messageId }, msg);
+  }
+
   /** Refused events are dead-lettered before their batch completes (a failure here fails the batch, which runs again). */
-  async function toDeadLetters(refused: Refused[]) {
+  async function toDeadLetters(jobId: string | undefined, refused: Refused[]) {
     if (!refused.length) return;
     await deadLettered.add(refused);
     counted.failed.inc(refused.length);
-    log.error(
-      { queue: DEAD_LETTER_QUEUE, events: refused.map(({ event, error }) => ({ environmentId: event.environmentId, messageId: event.messageId, error })) },
-      'events refused by PostgreSQL for their data: recorded failed and sent to the dead-letter queue',
-    );
+    for (const { event, error } of refused) {
+      log.error(
+        { queue: EVENTS_QUEUE, jobId, environmentId: event.environmentId, messageId: event.messageId, err: error },
+        'event refused by PostgreSQL for its data: recorded failed and sent to the dead-letter queue',
+      );
+    }
   }
 
   const events = new Worker<EventBatchJob>(
@@ -70,7 +82,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
       const list = job.data?.events;
       if (!Array.isArray(list)) throw new UnrecoverableError('not a batch of events');
       const refused = await persist(list);
-      await toDeadLetters(refused);
+      await toDeadLetters(job.id, refused);
       const now = Date.now();
       let oldest = now;
       for (const e of list) {
@@ -91,6 +103,12 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
           lagMs: now - oldest,
         },
         'event batch persisted',
+      );
+      const refusedEvents = new Set(refused.map((r) => r.event));
+      logEachEvent(
+        job.id,
+        list.filter((e) => !refusedEvents.has(e)),
+        'event persisted',
       );
     },
     {
@@ -120,13 +138,21 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     if (!final) {
       counted.retried.inc(list.length);
       log.warn({ queue: EVENTS_QUEUE, jobId: job.id, events: list.length, attempt: job.attemptsMade, err: err.message }, 'event batch failed; retrying');
+      logEachEvent(job.id, list, 'event in a failed batch; retrying');
       return;
     }
     counted.failed.inc(list.length);
     log.error(
-      { queue: EVENTS_QUEUE, jobId: job.id, events: list.map((e) => e.messageId), attempt: job.attemptsMade, err: err.message },
+      { queue: EVENTS_QUEUE, jobId: job.id, events: list.length, attempt: job.attemptsMade, err: err.message },
       'event batch failed for good: its events go to the dead-letter queue',
     );
+    // Each event failed: one line each, so a grep for a messageId finds why.
+    for (const e of list) {
+      log.error(
+        { queue: EVENTS_QUEUE, jobId: job.id, environmentId: e.environmentId, messageId: e.messageId, err: err.message },
+        'event failed for good (its batch ran out of attempts): recorded failed and sent to the dead-letter queue',
+      );
+    }
     const error = dbErrorMessage(err);
     if (!(await recordBatchFailed(db, list, error))) log.error({ jobId: job.id }, 'could not record the failed events in PostgreSQL');
     await deadLettered

@@ -1,7 +1,7 @@
 import { isGrantedAt, normalizeAddress } from '../../common/domain/consent.ts';
 import { findDecision } from '../../common/store/profiles.ts';
 import { readArgs } from '../args.ts';
-import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
+import { findEnvironment, type OperatorDeps } from '../operator.ts';
 
 /**
  * consent get <org-slug> <email|sms> <address> [--purpose marketing|tracking] [--env <path-value>]:
@@ -12,12 +12,12 @@ export async function consentGet(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug, channel, rawAddress],
     values,
-  } = readArgs(argv, { purpose: 'string', env: 'string' }, ['org-slug', 'email|sms', 'address']);
-  if (channel !== 'email' && channel !== 'sms') throw new OperatorError('channel must be email or sms');
-  const purpose = values.purpose ?? 'marketing';
-  if (purpose !== 'marketing' && purpose !== 'tracking') throw new OperatorError('--purpose must be marketing or tracking');
+    usageError,
+  } = readArgs(argv, 'consent get');
+  if (channel !== 'email' && channel !== 'sms') throw usageError(`the channel must be email or sms, not ${JSON.stringify(channel)}`);
+  const purpose = (values.purpose ?? 'marketing') as 'marketing' | 'tracking'; // one of the table's choices
   const address = normalizeAddress(channel, rawAddress);
-  if (!address) throw new OperatorError('address is empty');
+  if (!address) throw usageError('the address is empty');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   const decision = await findDecision(deps.db, env.id, channel, purpose, address);
   if (!decision) return null;

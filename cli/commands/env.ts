@@ -9,15 +9,15 @@ export async function envCreate(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug, pathValue],
     values,
-  } = readArgs(argv, { key: 'string' }, ['org-slug', 'path-value']);
-  const key = values.key;
+    usageError,
+  } = readArgs(argv, 'env create');
+  const key = values.key!; // required by the table
   if (!isValidPathValue(pathValue))
-    throw new OperatorError(
+    throw usageError(
       `invalid path value ${JSON.stringify(pathValue)}: 1-63 lowercase letters, digits, hyphens or underscores, starting and ending with a letter or digit`,
     );
-  if (key === undefined) throw new OperatorError('--key <environment-key> is required');
   if (!isValidEnvironmentKey(key))
-    throw new OperatorError(`invalid environment key ${JSON.stringify(key)}: 1-32 lowercase letters, digits or hyphens, not prod or production`);
+    throw usageError(`invalid environment key ${JSON.stringify(key)}: 1-32 lowercase letters, digits or hyphens, not prod or production`);
   const org = await deps.db.organization.findUnique({ where: { slug: orgSlug } });
   if (!org) throw new OperatorError(`organization ${orgSlug} does not exist`);
   await deps.db.environment
@@ -30,7 +30,7 @@ export async function envCreate(deps: OperatorDeps, argv: string[]) {
 export async function envRemove(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug, pathValue],
-  } = readArgs(argv, {}, ['org-slug', 'path-value']);
+  } = readArgs(argv, 'env remove');
   const { env } = await findEnvironment(deps.db, orgSlug, pathValue);
   if (env.isProduction) throw new OperatorError('Production cannot be removed');
   if (!env.removedAt) await deps.db.environment.update({ where: { id: env.id }, data: { removedAt: new Date() } });

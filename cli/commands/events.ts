@@ -12,11 +12,10 @@ export async function eventsNames(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug],
     values,
-  } = readArgs(argv, { env: 'string', days: 'string' }, ['org-slug']);
-  const days = Number(values.days ?? '30');
-  if (!Number.isFinite(days) || days <= 0) throw new OperatorError('--days must be a positive number');
+    numbers,
+  } = readArgs(argv, 'events names');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
-  return eventNames(deps.db, env.id, days);
+  return eventNames(deps.db, env.id, numbers.days);
 }
 
 /** events get <org-slug> <messageId> [--env <path-value>]: the stored event, or `pending` while its batch is queued. */
@@ -24,7 +23,7 @@ export async function eventsGet(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug, messageId],
     values,
-  } = readArgs(argv, { env: 'string' }, ['org-slug', 'messageId']);
+  } = readArgs(argv, 'events get');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   const stored = await findEvent(deps.db, env.id, messageId);
   if (stored) return stored;
@@ -88,7 +87,7 @@ export async function eventsRetry(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug, messageId],
     values,
-  } = readArgs(argv, { env: 'string' }, ['org-slug', 'messageId']);
+  } = readArgs(argv, 'events retry');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   const queue = deps.deadLetterQueue();
   const job = await queue.getJob(jobIdFor(env.id, messageId));
@@ -134,9 +133,8 @@ export async function eventsActivity(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug],
     values,
-  } = readArgs(argv, { env: 'string', limit: 'string' }, ['org-slug']);
-  const limit = Number(values.limit ?? '100');
-  if (!Number.isInteger(limit) || limit <= 0 || limit > 10_000) throw new OperatorError('--limit must be a whole number from 1 to 10000');
+    numbers: { limit },
+  } = readArgs(argv, 'events activity');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   const { names, items } = await journeyActivity(deps.db, env.id, limit);
   if (!names.length) return [];

@@ -4,6 +4,7 @@ import type { Config } from '../../common/config.ts';
 import { createDb } from '../../common/db.ts';
 import { createClient } from '../../clients/typescript/src/index.ts';
 import { readArgs, UsageError } from '../args.ts';
+import { COMMANDS } from '../usage.ts';
 import { ImportStopped, runImport, type ImportSummary } from '../import/run.ts';
 import { OperatorError, findLiveEnvironment } from '../operator.ts';
 
@@ -11,25 +12,22 @@ import { OperatorError, findLiveEnvironment } from '../operator.ts';
 export const TRACK_REPLAY_WARNING = 'Do not replay past events through Track: a replayed event whose name matches a published journey starts it.';
 export const TRACK_REFUSED = `import sends Identify calls only and never replays events through Track: "${TRACK_REPLAY_WARNING}"`;
 
-/** The contract's suggested concurrency for a profile backfill: 10 or fewer. */
-export const DEFAULT_CONCURRENCY = 10;
-const MAX_CONCURRENCY = 100;
+/** The contract's suggested concurrency for a profile backfill: 10 or fewer (the usage table's default). */
+export const DEFAULT_CONCURRENCY = COMMANDS.import.options.concurrency.whole.default;
 
 export async function importCommand(config: Config, argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<ImportSummary> {
-  if (argv.some((a) => a === '--track' || a.startsWith('--track='))) throw new UsageError(TRACK_REFUSED);
+  if (argv.some((a) => a === '--track' || a.startsWith('--track='))) throw new UsageError(TRACK_REFUSED, 'import');
   const {
     positionals: [orgSlug],
     values,
-  } = readArgs(argv, { file: 'string', env: 'string', 'env-key': 'string', concurrency: 'string', url: 'string', key: 'string' }, ['org-slug']);
-  if (!values.file) throw new UsageError('--file <customers.ndjson> is required');
+    numbers: { concurrency },
+    usageError,
+  } = readArgs(argv, 'import');
+  const file = values.file!; // required by the table
   const apiKey = values.key ?? env.INTAKE_API_KEY;
-  if (!apiKey) throw new UsageError('an API key is required: --key <key> or INTAKE_API_KEY');
-  const concurrency = Number(values.concurrency ?? DEFAULT_CONCURRENCY);
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
-    throw new UsageError(`--concurrency must be a whole number from 1 to ${MAX_CONCURRENCY}`);
-  }
+  if (!apiKey) throw usageError('an API key is required: --key <key> or INTAKE_API_KEY');
   if (concurrency > DEFAULT_CONCURRENCY) console.error(`warning: the API contract suggests ${DEFAULT_CONCURRENCY} or fewer concurrent requests for a backfill`);
-  if (values['env-key'] !== undefined && values.env === undefined) throw new UsageError('--env-key goes with --env <path-value>');
+  if (values['env-key'] !== undefined && values.env === undefined) throw usageError('--env-key goes with --env <path-value>');
 
   let retries = 0;
   const client = createClient({
@@ -44,10 +42,10 @@ export async function importCommand(config: Config, argv: string[], env: NodeJS.
   const stop = () => abort.abort();
   process.once('SIGINT', stop).once('SIGTERM', stop);
   try {
-    return await runImport({ file: values.file, client, concurrency, progress: process.stderr, signal: abort.signal, retries: () => retries });
+    return await runImport({ file, client, concurrency, progress: process.stderr, signal: abort.signal, retries: () => retries });
   } catch (err) {
     if (err instanceof ImportStopped) throw new OperatorError(err.message);
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new OperatorError(`cannot read ${values.file}: no such file`);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new OperatorError(`cannot read ${file}: no such file`);
     throw err;
   } finally {
     process.off('SIGINT', stop).off('SIGTERM', stop);

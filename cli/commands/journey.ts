@@ -10,19 +10,19 @@ export async function journeyCreate(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug],
     values,
-  } = readArgs(argv, { file: 'string', env: 'string' }, ['org-slug']);
-  if (!values.file) throw new OperatorError('--file <journey.json> is required');
+  } = readArgs(argv, 'journey create');
+  const file = values.file!; // required by the table
   let text: string;
   try {
-    text = await readFile(values.file, 'utf8');
+    text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new OperatorError(`cannot read ${values.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new OperatorError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   let input: unknown;
   try {
     input = JSON.parse(text);
   } catch (err) {
-    throw new OperatorError(`invalid journey: ${values.file} is not JSON (${(err as Error).message})`);
+    throw new OperatorError(`invalid journey: ${file} is not JSON (${(err as Error).message})`);
   }
   const parsed = parseJourneyDefinition(input);
   if (!parsed.ok) throw new OperatorError(`invalid journey: ${parsed.errors.join('; ')}`);
@@ -36,7 +36,7 @@ export async function journeyCreate(deps: OperatorDeps, argv: string[]) {
 
 /** journey publish <org-slug> <journey-id> [--env <path-value>]: the journey with publishedAt (set once). */
 export async function journeyPublish(deps: OperatorDeps, argv: string[]) {
-  const { env, id } = await journeyArgs(deps, argv, {}, findLiveEnvironment);
+  const { env, id } = await journeyArgs(deps, argv, 'journey publish', findLiveEnvironment);
   const journey = await publishJourney(deps.db, env.id, id, new Date());
   if (!journey) throw noJourney(id, env.pathValue);
   return journey;
@@ -47,30 +47,30 @@ export async function journeyList(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug],
     values,
-  } = readArgs(argv, { env: 'string' }, ['org-slug']);
+  } = readArgs(argv, 'journey list');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   return listJourneys(deps.db, env.id);
 }
 
 /** journey stats <org-slug> <journey-id> [--env <path-value>]: {entered, active, completed, exited, converted}. */
 export async function journeyStatsCommand(deps: OperatorDeps, argv: string[]) {
-  const { env, id } = await journeyArgs(deps, argv);
+  const { env, id } = await journeyArgs(deps, argv, 'journey stats');
   if (!(await findJourney(deps.db, env.id, id))) throw noJourney(id, env.pathValue);
   return journeyStats(deps.db, id);
 }
 
 /** journey runs <org-slug> <journey-id> [--user <userId>] [--env <path-value>]: each run with its step and what its sends did. */
 export async function journeyRuns(deps: OperatorDeps, argv: string[]) {
-  const { env, id, values } = await journeyArgs(deps, argv, { user: 'string' });
+  const { env, id, values } = await journeyArgs(deps, argv, 'journey runs');
   if (!(await findJourney(deps.db, env.id, id))) throw noJourney(id, env.pathValue);
   return listRuns(deps.db, id, values.user);
 }
 
-async function journeyArgs(deps: OperatorDeps, argv: string[], extra: Record<string, 'string'> = {}, find = findEnvironment) {
+async function journeyArgs(deps: OperatorDeps, argv: string[], command: 'journey publish' | 'journey stats' | 'journey runs', find = findEnvironment) {
   const {
     positionals: [orgSlug, id],
     values,
-  } = readArgs(argv, { env: 'string', ...extra }, ['org-slug', 'journey-id']);
+  } = readArgs(argv, command);
   const { env } = await find(deps.db, orgSlug, values.env);
   return { env, id, values };
 }

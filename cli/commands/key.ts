@@ -2,12 +2,15 @@ import { generateApiKey, hashApiKey, keySuffix } from '../../common/domain/api-k
 import { readArgs } from '../args.ts';
 import { OperatorError, findEnvironment, findLiveEnvironment, type OperatorDeps } from '../operator.ts';
 
+/** The status `key list` gives an unrevoked key of a removed environment. */
+export const ENVIRONMENT_REMOVED = 'environment-removed';
+
 /** key create <org-slug> [--env <path-value>]: the only time the key itself is printed. */
 export async function keyCreate(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug],
     values,
-  } = readArgs(argv, { env: 'string' }, ['org-slug']);
+  } = readArgs(argv, 'key create');
   const { env } = await findLiveEnvironment(deps.db, orgSlug, values.env);
   const key = generateApiKey();
   await deps.db.apiKey.create({ data: { environmentId: env.id, hash: hashApiKey(key), suffix: keySuffix(key) } });
@@ -16,15 +19,19 @@ export async function keyCreate(deps: OperatorDeps, argv: string[]) {
   return { key, suffix: keySuffix(key), status: 'active', environment: env.pathValue };
 }
 
-/** key list <org-slug> [--env <path-value>] */
+/**
+ * key list <org-slug> [--env <path-value>]. A removed environment's keys that were not revoked
+ * answer 403 (check 5, product.md), so they are listed as `environment-removed`, not `active`.
+ */
 export async function keyList(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug],
     values,
-  } = readArgs(argv, { env: 'string' }, ['org-slug']);
+  } = readArgs(argv, 'key list');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   const keys = await deps.db.apiKey.findMany({ where: { environmentId: env.id }, orderBy: { createdAt: 'asc' } });
-  return keys.map((k) => ({ suffix: k.suffix, status: k.status, environment: env.pathValue, createdAt: k.createdAt.getTime() }));
+  const status = (k: (typeof keys)[number]) => (env.removedAt && k.status === 'active' ? ENVIRONMENT_REMOVED : k.status);
+  return keys.map((k) => ({ suffix: k.suffix, status: status(k), environment: env.pathValue, createdAt: k.createdAt.getTime() }));
 }
 
 /** key revoke <org-slug> <suffix> [--env <path-value>]: 401 on every gateway from the moment this returns. */
@@ -32,7 +39,7 @@ export async function keyRevoke(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug, suffix],
     values,
-  } = readArgs(argv, { env: 'string' }, ['org-slug', 'suffix']);
+  } = readArgs(argv, 'key revoke');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
   const keys = await deps.db.apiKey.findMany({ where: { environmentId: env.id, suffix } });
   if (!keys.length) throw new OperatorError(`no key ending in ${suffix} in ${env.pathValue}`);

@@ -5,13 +5,13 @@ import { OperatorError, type OperatorDeps } from '../operator.ts';
 
 export const FEATURES = ['join-by-email', 'attribute-trigger'] as const;
 
-function parseFeatures(raw: string | undefined): string[] {
+function parseFeatures(raw: string | undefined, usageError: (message: string) => Error): string[] {
   const list = (raw ?? '')
     .split(',')
     .map((f) => f.trim())
     .filter(Boolean);
   const unknown = list.filter((f) => !(FEATURES as readonly string[]).includes(f));
-  if (unknown.length) throw new OperatorError(`unknown feature ${unknown.join(', ')} (known: ${FEATURES.join(', ')})`);
+  if (unknown.length) throw usageError(`unknown feature ${unknown.join(', ')} (known: ${FEATURES.join(', ')})`);
   return [...new Set(list)].sort();
 }
 
@@ -20,10 +20,11 @@ export async function orgCreate(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [slug],
     values,
-  } = readArgs(argv, { features: 'string' }, ['slug']);
+    usageError,
+  } = readArgs(argv, 'org create');
   if (!isValidOrgSlug(slug))
-    throw new OperatorError(`invalid slug ${JSON.stringify(slug)}: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit`);
-  const features = parseFeatures(values.features);
+    throw usageError(`invalid slug ${JSON.stringify(slug)}: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit`);
+  const features = parseFeatures(values.features, usageError);
   if (await deps.db.environment.findUnique({ where: { pathValue: slug } })) {
     throw new OperatorError(`slug ${slug} is already taken`);
   }
@@ -40,9 +41,9 @@ export async function orgFeatures(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [slug],
     values,
-  } = readArgs(argv, { set: 'string' }, ['slug']);
-  if (values.set === undefined) throw new OperatorError('--set is required (an empty value clears every feature)');
-  const features = parseFeatures(values.set);
+    usageError,
+  } = readArgs(argv, 'org features');
+  const features = parseFeatures(values.set, usageError);
   const org = await deps.db.organization.update({ where: { slug }, data: { features } }).catch((err) => {
     if ((err as { code?: string }).code === 'P2025') throw new OperatorError(`organization ${slug} does not exist`);
     throw err;

@@ -4,7 +4,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createDb } from '../../common/db.ts';
-import { createLogger } from '../../common/logger.ts';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { createLogger, type Logger } from '../../common/logger.ts';
 import { startGateway } from '../../gateway/server.ts';
 import { startWorkers } from '../../workers/main.ts';
 import type { Harness } from './services.ts';
@@ -28,8 +30,21 @@ export async function gatewayInProcess(h: Harness, options: { ownPool?: boolean 
   };
 }
 
-export async function workerInProcess(h: Harness) {
-  return startWorkers({ config: h.config, db: h.db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'test-worker') });
+/** `log`: a logger of the test's own, to read what the worker logs. */
+export async function workerInProcess(h: Harness, log: Logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'test-worker')) {
+  return startWorkers({ config: h.config, db: h.db, log });
+}
+
+/** A debug-level logger whose records the test reads (parsed, in order). */
+export function capturedLogger(): { log: Logger; records: Record<string, unknown>[] } {
+  const records: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line) records.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { log: pino({ level: 'debug' }, stream), records };
 }
 
 export interface Child {

@@ -13,7 +13,7 @@ import { startDashboard } from '../../gateway/dashboard.ts';
 import { checkTrack } from '../../common/validation/track.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
-import { workerInProcess } from '../helpers/processes.ts';
+import { capturedLogger, workerInProcess } from '../helpers/processes.ts';
 import { closeEmptied, newTenant, openHarness, ownDatabase, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
@@ -50,8 +50,10 @@ test('a poison event inside a batch of 200 fails alone: 199 stored, one failed a
   );
   const poison = events[137].messageId;
   const batch = await h.operator.eventsQueue().add(eventBatchName(200), { events });
-  const worker = await workerInProcess(h);
+  const { log, records } = capturedLogger();
+  const worker = await workerInProcess(h, log);
   t.teardown(() => worker.close());
+  const about = (messageId: string) => records.filter((r) => r.messageId === messageId).map((r) => r.msg);
 
   const done = await eventually(async () => ((await (await h.operator.eventsQueue().getJob(batch.id!))?.getState()) === 'completed' ? true : null));
   t.true(done, 'the batch completed');
@@ -71,6 +73,17 @@ test('a poison event inside a batch of 200 fails alone: 199 stored, one failed a
   t.deepEqual(dead!.data.event, events[137]);
   t.is((await h.operator.deadLetterQueue().getJobCounts('failed')).failed, 1, 'only the poison event');
   t.like(await eventsGet(h.operator, [tenant.slug, poison]), { status: 'failed', error: failed.error });
+  // The log names the refused event's messageId (an operator greps for it), with the refusal and
+  // its batch job; each stored event has a debug line with its messageId.
+  const refusal = records.find((r) => r.messageId === poison && r.level === 50);
+  t.like(refusal, { jobId: batch.id, environmentId: tenant.environmentId, err: failed.error });
+  t.regex(refusal!.msg as string, /refused by PostgreSQL.*dead-letter queue/);
+  t.deepEqual(about(events[0].messageId), ['event persisted']);
+  t.like(
+    records.find((r) => r.messageId === events[199].messageId),
+    { level: 20, jobId: batch.id },
+  );
+  t.false(about(poison).includes('event persisted'));
   // Not retried on its own.
   await sleep(300);
   t.is(await dead!.getState(), 'failed');
@@ -82,6 +95,7 @@ test('a poison event inside a batch of 200 fails alone: 199 stored, one failed a
     return job && job.attemptsMade === 2 && (await job.getState()) === 'failed' ? job : null;
   });
   t.truthy(again, 'retried once, refused again');
+  t.true(await eventually(async () => about(poison).includes('dead-lettered event refused again on retry')), 'the second refusal is logged with the messageId');
   t.like(await eventsGet(h.operator, [tenant.slug, poison]), { status: 'failed' });
 
   // The cause is fixed: an operator retries it from the dashboard (writable), which stores it.
@@ -109,6 +123,7 @@ test('a poison event inside a batch of 200 fails alone: 199 stored, one failed a
     async () => (await (await h.operator.deadLetterQueue().getJob(jobIdFor(tenant.environmentId, poison)))!.getState()) === 'completed',
   );
   t.true(completed, 'the dead-letter job completed');
+  t.true(about(poison).includes('dead-lettered event stored on retry'));
   t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId } }), 200);
   await t.throwsAsync(eventsRetry(h.operator, [tenant.slug, poison]), { instanceOf: OperatorError, message: /has not failed/ });
 });

@@ -6,7 +6,7 @@ import { OperatorError } from '../../cli/operator.ts';
 import { eventBatchName, jobIdFor, type QueuedEvent } from '../../common/queues.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
-import { gatewayInProcess, spawnIntake, workerInProcess, type Child } from '../helpers/processes.ts';
+import { capturedLogger, gatewayInProcess, spawnIntake, workerInProcess, type Child } from '../helpers/processes.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_DATABASE_URL, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -224,7 +224,8 @@ test('a job whose attempts run out while PostgreSQL is away ends failed and even
   t.teardown(() => gw.close());
 
   proxy.cut();
-  const w = await workerInProcess(wh);
+  const { log, records } = capturedLogger();
+  const w = await workerInProcess(wh, log);
   t.teardown(() => w.close());
   const body = trackBody();
   t.is((await send(gw.url, tenant, body)).status, 202);
@@ -239,6 +240,14 @@ test('a job whose attempts run out while PostgreSQL is away ends failed and even
   const jobId = jobIdFor(tenant.environmentId, body.messageId as string);
   const parked = await eventually(async () => (await (await gh.operator.deadLetterQueue().getJob(jobId))?.getState()) === 'failed');
   t.true(parked, 'its event waits in the dead-letter queue');
+  // The log names the event: a debug line per failed attempt, then an error line for good.
+  const about = records.filter((r) => r.messageId === body.messageId);
+  t.is(about.filter((r) => r.level === 20 && r.msg === 'event in a failed batch; retrying').length, 2);
+  t.like(
+    about.find((r) => r.level === 50),
+    { jobId: failedBatch!.id, environmentId: tenant.environmentId },
+  );
+  t.regex(about.find((r) => r.level === 50)!.msg as string, /^event failed for good/);
 
   // The `failed` row could not be written either (PostgreSQL is still away): Redis tells.
   const got = await eventsGet(gh.operator, [tenant.slug, body.messageId as string]);
