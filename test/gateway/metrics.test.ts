@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { METRIC_NAMES, ROUTE_STATUSES } from '../../gateway/metrics/gateway-metrics.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
 import { startFreezableProxy } from '../helpers/proxy.ts';
@@ -62,11 +63,7 @@ test("the API routes' statuses are docs/openapi.yaml's, less the 408 and 431 Nod
   const routeOf: Record<string, keyof typeof ROUTE_STATUSES> = { track: 'track', identify: 'identify', getProfile: 'profiles' };
   t.deepEqual([...documented.keys()].sort(), Object.keys(routeOf).sort());
   for (const [operationId, statuses] of documented) {
-    t.deepEqual(
-      [...ROUTE_STATUSES[routeOf[operationId]]].sort(),
-      statuses.filter((s) => s !== 408 && s !== 431).sort(),
-      operationId,
-    );
+    t.deepEqual([...ROUTE_STATUSES[routeOf[operationId]]].sort(), statuses.filter((s) => s !== 408 && s !== 431).sort(), operationId);
   }
 });
 
@@ -158,7 +155,8 @@ test('a scrape answers within its bound while Redis hangs, without queue depths,
   t.teardown(() => gateway.close());
   const depth = (text: string) => samples(text).get(series(METRIC_NAMES.queueJobs, { queue: 'events', state: 'waiting' }));
 
-  t.is(depth((await request(gateway.url, '/metrics', { method: 'GET' })).text), 0);
+  // The first scrapes connect to Redis through the proxy; on a loaded machine that may take longer than the bound.
+  t.true(await eventually(async () => depth((await request(gateway.url, '/metrics', { method: 'GET' })).text) === 0));
   proxy.freeze();
   const started = performance.now();
   const frozen = await request(gateway.url, '/metrics', { method: 'GET', timeoutMs: 10_000 });
@@ -166,7 +164,7 @@ test('a scrape answers within its bound while Redis hangs, without queue depths,
   t.is(frozen.status, 200);
   t.true(ms < 2500, `answered in ${Math.round(ms)} ms`);
   t.is(depth(frozen.text), undefined);
-  t.regex(frozen.text, /^intake_http_requests_total\{route="metrics",status="200"\} 1$/m);
+  t.regex(frozen.text, /^intake_http_requests_total\{route="metrics",status="200"\} [1-9]\d*$/m, 'the earlier scrapes, counted');
   proxy.restore();
   t.is(depth((await request(gateway.url, '/metrics', { method: 'GET' })).text), 0);
 });

@@ -73,7 +73,13 @@ test('a poison event inside a batch of 200 fails alone: 199 stored, one failed a
   t.like(await eventsGet(h.operator, [tenant.slug, poison]), { status: 'failed', error: failed.error });
   // Counted: 199 stored, one failed; the received-to-stored lag counts the stored ones only.
   const metrics = (await request(`http://127.0.0.1:${worker.metricsPort}`, '/metrics', { method: 'GET' })).text;
-  const sample = (line: string) => Number(metrics.split('\n').find((l) => l.startsWith(line + ' '))?.slice(line.length + 1));
+  const sample = (line: string) =>
+    Number(
+      metrics
+        .split('\n')
+        .find((l) => l.startsWith(line + ' '))
+        ?.slice(line.length + 1),
+    );
   t.is(sample('intake_worker_events_total{outcome="stored"}'), 199);
   t.is(sample('intake_worker_events_total{outcome="failed"}'), 1);
   t.is(sample('intake_worker_stored_lag_seconds_count'), 199);

@@ -76,7 +76,7 @@ test('before the first event, every labelled counter has each of its label value
   t.is(sample(initial, 'intake_worker_stored_lag_seconds_count'), 0);
 });
 
-test('the oldest queued event\'s age: the oldest batch waiting, left out while Redis hangs', async (t) => {
+test("the oldest queued event's age: the oldest batch waiting, left out while Redis hangs", async (t) => {
   const proxy = await startFreezableProxy(Number(new URL(TEST_REDIS_URL).port || 6379));
   t.teardown(() => proxy.close());
   const config = testConfig(testEnv({ REDIS_URL: `redis://127.0.0.1:${proxy.port}` }));
