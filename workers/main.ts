@@ -22,10 +22,12 @@ import { startJourneyTimers } from './journey-timers.ts';
 import { createWorkerMetrics, serveWorkerMetrics } from './metrics.ts';
 import { createJourneyEngine } from './journeys.ts';
 import { startOutboxRelay } from './outbox-relay.ts';
-import { createWatermark } from './watermark.ts';
+import { createWatermark, oldestQueuedReceipt } from './watermark.ts';
 import { createEventPersister, recordBatchFailed, type Refused } from './persist-event.ts';
 
 export interface Workers {
+  /** Where GET /metrics is served (null when WORKER_METRICS_PORT was taken). */
+  metricsPort: number | null;
   close(): Promise<void>;
 }
 
@@ -36,7 +38,10 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
   const relayQueue = createServiceEventsQueue(config, connection);
   const deadLetters = createDeadLetterQueue(config, connection);
   for (const queue of [eventsQueue, relayQueue, deadLetters]) queue.on('error', (err) => log.warn({ err: err.message, queue: queue.name }, 'queue'));
-  const metrics = createWorkerMetrics({ [EVENTS_QUEUE]: eventsQueue, [SERVICE_EVENTS_QUEUE]: relayQueue, [DEAD_LETTER_QUEUE]: deadLetters });
+  const metrics = createWorkerMetrics({
+    queues: { [EVENTS_QUEUE]: eventsQueue, [SERVICE_EVENTS_QUEUE]: relayQueue, [DEAD_LETTER_QUEUE]: deadLetters },
+    oldestQueuedReceipt: () => oldestQueuedReceipt(eventsQueue),
+  });
   const journeys = createJourneyEngine({ db, log, metrics, ...createWatermark(eventsQueue, config.journeyGraceMs) });
   const persist = createEventPersister(db, journeys, {
     maxRows: config.workerBatchMax,
@@ -85,8 +90,10 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
       await toDeadLetters(job.id, refused);
       const now = Date.now();
       let oldest = now;
+      // Received to stored: refused events went to the dead-letter queue instead.
+      const notStored = refused.length ? new Set(refused.map((r) => r.event)) : null;
       for (const e of list) {
-        metrics.storedLag.observe((now - e.receivedAt) / 1000);
+        if (!notStored?.has(e)) metrics.storedLag.observe((now - e.receivedAt) / 1000);
         if (e.receivedAt < oldest) oldest = e.receivedAt;
       }
       counted.stored.inc(list.length - refused.length);
@@ -186,6 +193,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     );
   }
   return {
+    metricsPort: metricsServer.port,
     async close() {
       await relay.close();
       await Promise.all([events.close(), deadLettered.close(), serviceEvents.close(), timers.close()]);

@@ -1,12 +1,37 @@
-// What a worker process exposes at GET /metrics: its throughput and failures, the journey
-// engine's work, and the depth of every queue it serves (read from Redis at scrape time,
-// bounded so that a Redis outage does not hang the scrape).
+// What a worker process exposes at GET /metrics: its throughput and failures, how far behind
+// it is (received-to-stored lag, age of the oldest event still queued), the journey engine's
+// work, and the depth of every queue it serves (read from Redis at scrape time, bounded so
+// that a Redis outage does not hang the scrape).
+// Every labelled counter has each of its label values from the start, at zero: a series that
+// appears only with its first occurrence has no rate() until its second, and an alert on it
+// cannot fire on the first failure.
 import http from 'node:http';
 import type { Queue } from 'bullmq';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { SendVerdict } from '../common/domain/send-gate.ts';
 import { listen } from '../common/listen.ts';
 import type { Logger } from '../common/logger.ts';
 import { registerQueueDepth } from '../common/queue-depth.ts';
+import { EVENTS_QUEUE } from '../common/queues.ts';
+import { withTimeout } from '../common/with-timeout.ts';
+
+/** `intake_worker_events_total{outcome}`. */
+export const EVENT_OUTCOMES = ['stored', 'retried', 'failed'] as const;
+/** `intake_worker_batches_total{outcome}`. */
+export const BATCH_OUTCOMES = ['completed', 'retried', 'failed'] as const;
+/** `intake_journey_messages_total{status}`: what the send gate decides (a new verdict fails to compile until it is listed). */
+const SEND_STATUSES: Record<SendVerdict['status'], true> = { queued: true, skipped: true };
+export const JOURNEY_MESSAGE_STATUSES = Object.keys(SEND_STATUSES) as SendVerdict['status'][];
+
+/** A scrape never waits longer than this for Redis (the queue series are then left out). */
+const QUEUE_SCRAPE_TIMEOUT_MS = 1000;
+
+export interface WorkerMetricsDeps {
+  /** The queues whose depths are exposed, by name. */
+  queues: Record<string, Pick<Queue, 'getJobCounts'>>;
+  /** Receipt time of the oldest event waiting in the events queue or being stored, null when none (workers/watermark.ts). */
+  oldestQueuedReceipt: () => Promise<number | null>;
+}
 
 export interface WorkerMetrics {
   registry: Registry;
@@ -20,12 +45,13 @@ export interface WorkerMetrics {
   journeyTimers: Counter;
 }
 
-export function createWorkerMetrics(queues: Record<string, Pick<Queue, 'getJobCounts'>>): WorkerMetrics {
+export function createWorkerMetrics(deps: WorkerMetricsDeps): WorkerMetrics {
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
-  registerQueueDepth(registry, queues, 1000);
-  return {
+  registerQueueDepth(registry, deps.queues, QUEUE_SCRAPE_TIMEOUT_MS);
+  registerOldestEventAge(registry, deps.oldestQueuedReceipt);
+  const metrics: WorkerMetrics = {
     registry,
     events: new Counter({
       name: 'intake_worker_events_total',
@@ -53,7 +79,7 @@ export function createWorkerMetrics(queues: Record<string, Pick<Queue, 'getJobCo
     }),
     storedLag: new Histogram({
       name: 'intake_worker_stored_lag_seconds',
-      help: "From an event's receipt by a gateway to its row committed (queue wait included)",
+      help: "From an event's receipt by a gateway to its row committed (queue wait included; events refused to the dead-letter queue are not counted)",
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
       registers,
     }),
@@ -66,6 +92,33 @@ export function createWorkerMetrics(queues: Record<string, Pick<Queue, 'getJobCo
     }),
     journeyTimers: new Counter({ name: 'intake_journey_timers_total', help: 'Journey delays and wait timeouts that fired', registers }),
   };
+  for (const outcome of EVENT_OUTCOMES) metrics.events.labels({ outcome }).inc(0);
+  for (const outcome of BATCH_OUTCOMES) metrics.batches.labels({ outcome }).inc(0);
+  for (const status of JOURNEY_MESSAGE_STATUSES) metrics.journeyMessages.labels({ status }).inc(0);
+  return metrics;
+}
+
+/**
+ * `intake_queue_oldest_event_age_seconds{queue="events"}`: how long the oldest event not yet
+ * stored has waited since a gateway received it (0 when none waits). A queue whose depth looks
+ * fine can still hold one stuck batch; and while workers store nothing, the lag histogram
+ * records nothing, but this keeps growing. Left out when Redis does not answer in time.
+ */
+function registerOldestEventAge(registry: Registry, oldestQueuedReceipt: () => Promise<number | null>): void {
+  new Gauge({
+    name: 'intake_queue_oldest_event_age_seconds',
+    help: `Seconds since the receipt of the oldest Track event waiting in the events queue or being stored (0 when none; batches waiting for a retry are not counted); read from Redis when scraped, absent when Redis does not answer within ${QUEUE_SCRAPE_TIMEOUT_MS} ms`,
+    labelNames: ['queue'],
+    registers: [registry],
+    async collect() {
+      const read = await withTimeout(oldestQueuedReceipt(), QUEUE_SCRAPE_TIMEOUT_MS, 'oldest queued event').then(
+        (receipt) => ({ receipt }),
+        () => null,
+      );
+      this.reset();
+      if (read) this.set({ queue: EVENTS_QUEUE }, read.receipt === null ? 0 : Math.max(0, (Date.now() - read.receipt) / 1000));
+    },
+  });
 }
 
 /**

@@ -9,27 +9,37 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from '../common/redis.ts';
 
+/**
+ * The receipt time (epoch ms) of the oldest event waiting in the events queue or being stored
+ * by a worker, or null when there is none. The journey watermark holds back to it; the worker's
+ * `intake_queue_oldest_event_age_seconds` reports its age.
+ */
+export async function oldestQueuedReceipt(queue: Pick<Queue, 'getRanges' | 'client' | 'toKey'>): Promise<number | null> {
+  const [oldestWaiting] = await queue.getRanges(['wait'], 0, 0, true);
+  const active = await queue.getRanges(['active'], 0, -1);
+  const ids = [...new Set([oldestWaiting, ...active].filter((id): id is string => Boolean(id)))];
+  if (!ids.length) return null;
+  const client = (await queue.client) as unknown as Redis;
+  const pipeline = client.pipeline();
+  for (const id of ids) pipeline.hget(queue.toKey(id), 'timestamp');
+  const results = (await pipeline.exec()) ?? [];
+  let oldest = Infinity;
+  for (const [err, value] of results) {
+    if (err) throw err;
+    // A job that completed meanwhile has no timestamp left to wait for.
+    if (value !== null && value !== undefined) oldest = Math.min(oldest, Number(value));
+  }
+  return oldest === Infinity ? null : oldest;
+}
+
 export function createWatermark(queue: Queue, graceMs: number): { watermark(): Promise<number>; horizon(): number } {
   const horizon = () => Date.now() - graceMs;
   return {
     horizon,
     async watermark() {
       const bound = horizon();
-      const [oldestWaiting] = await queue.getRanges(['wait'], 0, 0, true);
-      const active = await queue.getRanges(['active'], 0, -1);
-      const ids = [...new Set([oldestWaiting, ...active].filter((id): id is string => Boolean(id)))];
-      if (!ids.length) return bound;
-      const client = (await queue.client) as unknown as Redis;
-      const pipeline = client.pipeline();
-      for (const id of ids) pipeline.hget(queue.toKey(id), 'timestamp');
-      const results = (await pipeline.exec()) ?? [];
-      let oldest = Infinity;
-      for (const [err, value] of results) {
-        if (err) throw err;
-        // A job that completed meanwhile has no timestamp left to wait for.
-        if (value !== null && value !== undefined) oldest = Math.min(oldest, Number(value));
-      }
-      return Math.min(bound, oldest - graceMs);
+      const oldest = await oldestQueuedReceipt(queue);
+      return oldest === null ? bound : Math.min(bound, oldest - graceMs);
     },
   };
 }

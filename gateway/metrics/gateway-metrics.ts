@@ -32,10 +32,23 @@ export const METRIC_NAMES = {
   queueJobs: 'intake_queue_jobs',
 } as const;
 
+/**
+ * What each API route can answer: docs/openapi.yaml's statuses (test/gateway/metrics.test.ts
+ * compares them) less 408 and 431, which Node's HTTP parser answers before any route matches.
+ * Each has its request series from the start, at zero, so that a rate of 503s is 0 rather than
+ * absent, and an alert on it can fire on the first ones.
+ */
+export const ROUTE_STATUSES: Record<'track' | 'identify' | 'profiles', readonly number[]> = {
+  track: [202, 400, 401, 403, 404, 413, 429, 500, 503],
+  identify: [200, 400, 401, 403, 404, 409, 413, 429, 500],
+  profiles: [200, 400, 401, 403, 404, 429, 500],
+};
+
 export function createGatewayMetrics(deps: GatewayMetricsDeps): GatewayMetrics {
   const { registry, eventsQueue, overload, queueScrapeTimeoutMs } = deps;
   const registers = [registry];
   const requests = createRequestHistogram(registry, { count: METRIC_NAMES.requests, duration: METRIC_NAMES.duration });
+  for (const [route, statuses] of Object.entries(ROUTE_STATUSES)) for (const status of statuses) requests.zero(route, status);
 
   new Gauge({
     name: METRIC_NAMES.inFlight,

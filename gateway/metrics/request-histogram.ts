@@ -23,6 +23,8 @@ interface Sample {
 
 export interface RequestHistogram {
   observe(route: string, status: number, seconds: number): void;
+  /** Makes the route and status's series exist, at zero, before its first request. */
+  zero(route: string, status: number): void;
 }
 
 export function createRequestHistogram(registry: Registry, names: { count: string; duration: string }): RequestHistogram {
@@ -80,6 +82,9 @@ export function createRequestHistogram(registry: Registry, names: { count: strin
   registry.registerMetric(durations as unknown as Metric);
 
   return {
+    zero(route, status) {
+      cellFor(route, status);
+    },
     observe(route, status, seconds) {
       const cell = cellFor(route, status);
       cell.count++;

@@ -1,7 +1,8 @@
 // docker-compose.yml cannot run here (no Docker engine), so it is kept honest statically: valid
 // against the compose schema (dclint), running the same commands as the npm scripts and the
 // tests, durable Redis settings, scalable services; and its health checks are executed for real
-// against a gateway, a worker and a dashboard on this machine.
+// against a gateway, a worker and a dashboard on this machine. The minimum Compose version the
+// file states is the one its newest key needs, and `npm run compose:check` enforces it.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { DCLinter } from 'dclint';
 import { parse } from 'yaml';
+import { atLeast, formatVersion, parseComposeVersion, statedMinimum, type Version } from '../../scripts/compose-check.mts';
 import { loadConfig } from '../../common/config.ts';
 import { createLogger } from '../../common/logger.ts';
 import { startDashboard } from '../../gateway/dashboard.ts';
@@ -121,7 +123,114 @@ test('health checks and the proxy config contain no `$` that compose would inter
   for (const [name, service] of Object.entries(services)) {
     for (const part of service.healthcheck?.test ?? []) t.notRegex(part, /\$/, name);
   }
-  for (const config of Object.values(compose.configs as Record<string, { content: string }>)) t.notRegex(config.content, /\$/);
+  const inline = Object.values(compose.configs as Record<string, { content?: string }>).filter((config) => config.content !== undefined);
+  t.true(inline.length > 0);
+  for (const config of inline) t.notRegex(config.content!, /\$/);
+});
+
+// The first Compose release that accepts each key this file uses. The Compose Specification's
+// keys date from Compose 1.27.0, the first to implement it; the newer ones are from Docker's
+// Compose file reference and the Compose release notes.
+const SPEC = '1.27.0';
+const SINCE: Record<string, Record<string, string>> = {
+  topLevel: { name: '2.3.0', services: SPEC, volumes: SPEC, configs: SPEC },
+  service: {
+    build: SPEC,
+    command: SPEC,
+    configs: SPEC,
+    depends_on: SPEC,
+    environment: SPEC,
+    healthcheck: SPEC,
+    image: SPEC,
+    init: SPEC,
+    ports: SPEC,
+    profiles: '1.28.0',
+    restart: SPEC,
+    stop_grace_period: SPEC,
+    volumes: SPEC,
+  },
+  config: { file: SPEC, content: '2.23.1', environment: '2.23.1' },
+  healthcheck: { test: SPEC, interval: SPEC, timeout: SPEC, retries: SPEC, start_period: SPEC },
+  dependsOn: { condition: SPEC },
+  condition: { service_started: SPEC, service_healthy: SPEC, service_completed_successfully: '1.29.0' },
+};
+
+const toVersion = (text: string) => text.split('.').map(Number) as Version;
+
+/** The newest Compose release any key of a parsed compose file needs, and the keys this table does not know. */
+function composeNeeds(file: Record<string, any>): { needs: Version; unknown: string[] } {
+  let needs = toVersion(SPEC);
+  const unknown: string[] = [];
+  const use = (kind: string, key: string, where: string) => {
+    const since = SINCE[kind][key];
+    if (since === undefined) unknown.push(`${where}: ${key}`);
+    else if (!atLeast(needs, toVersion(since))) needs = toVersion(since);
+  };
+  for (const key of Object.keys(file)) if (!key.startsWith('x-')) use('topLevel', key, 'top level');
+  for (const [name, service] of Object.entries<Record<string, any>>(file.services ?? {})) {
+    for (const key of Object.keys(service)) use('service', key, name);
+    for (const key of Object.keys(service.healthcheck ?? {})) use('healthcheck', key, `${name}.healthcheck`);
+    if (service.depends_on && !Array.isArray(service.depends_on)) {
+      for (const dependency of Object.values<Record<string, string>>(service.depends_on)) {
+        for (const key of Object.keys(dependency)) use('dependsOn', key, `${name}.depends_on`);
+        if (dependency.condition) use('condition', dependency.condition, `${name}.depends_on.condition`);
+      }
+    }
+  }
+  for (const [name, config] of Object.entries<object>(file.configs ?? {})) for (const key of Object.keys(config)) use('config', key, `configs.${name}`);
+  return { needs, unknown };
+}
+
+test('the minimum Compose version the file and README state is what the newest key of the file needs', (t) => {
+  const { needs, unknown } = composeNeeds(compose);
+  t.deepEqual(unknown, [], 'a key the table above does not know: add it with the Compose release that brought it');
+  t.deepEqual(needs, [2, 23, 1], 'configs.content');
+  const text = readFileSync(composeFile, 'utf8');
+  t.deepEqual(statedMinimum(text), needs);
+  t.true(readFileSync(path.join(root, 'README.md'), 'utf8').includes(`Docker Compose ${formatVersion(needs)} or later`), 'README states it');
+  // The check can fail: without inline configs the file would need less; a key it does not know is reported.
+  t.deepEqual(composeNeeds(parse('name: x\nservices:\n  a:\n    image: b\n')).needs, [2, 3, 0]);
+  t.deepEqual(composeNeeds(parse('services:\n  a:\n    image: b\n    develop: {}\n')).unknown, ['a: develop']);
+});
+
+test('compose:check reads `docker compose version` outputs and compares versions', (t) => {
+  t.deepEqual(parseComposeVersion('Docker Compose version v2.29.7-desktop.1'), [2, 29, 7]);
+  t.deepEqual(parseComposeVersion('2.23.1\n'), [2, 23, 1]);
+  t.deepEqual(parseComposeVersion('docker-compose version 1.29.2, build unknown'), [1, 29, 2]);
+  t.is(parseComposeVersion('unknown'), null);
+  t.true(atLeast([2, 23, 1], [2, 23, 1]));
+  t.true(atLeast([2, 24, 0], [2, 23, 1]));
+  t.true(atLeast([3, 0, 0], [2, 23, 1]));
+  t.false(atLeast([2, 23, 0], [2, 23, 1]));
+  t.false(atLeast([2, 3, 9], [2, 23, 1]));
+  t.false(atLeast([1, 29, 2], [2, 23, 1]));
+  t.throws(() => statedMinimum('services: {}\n'), { message: /does not state/ });
+});
+
+test('`npm run compose:check` on this machine: passes only with a Compose recent enough that accepts the file', async (t) => {
+  const here = await new Promise<string | null>((resolve) =>
+    execFile('docker', ['compose', 'version', '--short'], (err, stdout) => resolve(err ? null : stdout)),
+  );
+  const version = here === null ? null : parseComposeVersion(here);
+  const { code, out } = await new Promise<{ code: number; out: string }>((resolve) =>
+    execFile(process.execPath, ['--import', 'tsx', scripts['compose:check'].split(' ').at(-1)!], { cwd: root }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number(err.code) : 0, out: stdout + stderr }),
+    ),
+  );
+  t.regex(scripts['compose:check'], /^node --import tsx scripts\/compose-check\.mts$/);
+  t.is(out.trim().split('\n').length, 1, out);
+  if (version === null) {
+    // No Compose v2 here (this machine has none): the one line names the minimum.
+    t.is(code, 1);
+    t.regex(out, /needs Docker Compose v2\.23\.1 or later: `docker compose` is not available/);
+  } else if (!atLeast(version, statedMinimum(readFileSync(composeFile, 'utf8')))) {
+    t.is(code, 1);
+    t.regex(out, /needs Docker Compose v2\.23\.1 or later; this one is v/);
+  } else {
+    // A recent Compose: `docker compose config` itself validates the file, observability profile included.
+    t.is(code, 0, out);
+    t.regex(out, /accepts docker-compose\.yml/);
+  }
 });
 
 /** Run a service's healthcheck command as Docker would (exec form), with the container's environment. */

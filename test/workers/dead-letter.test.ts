@@ -84,6 +84,18 @@ test('a poison event inside a batch of 200 fails alone: 199 stored, one failed a
     { level: 20, jobId: batch.id },
   );
   t.false(about(poison).includes('event persisted'));
+  // Counted: 199 stored, one failed; the received-to-stored lag counts the stored ones only.
+  const metrics = (await request(`http://127.0.0.1:${worker.metricsPort}`, '/metrics', { method: 'GET' })).text;
+  const sample = (line: string) =>
+    Number(
+      metrics
+        .split('\n')
+        .find((l) => l.startsWith(line + ' '))
+        ?.slice(line.length + 1),
+    );
+  t.is(sample('intake_worker_events_total{outcome="stored"}'), 199);
+  t.is(sample('intake_worker_events_total{outcome="failed"}'), 1);
+  t.is(sample('intake_worker_stored_lag_seconds_count'), 199);
   // Not retried on its own.
   await sleep(300);
   t.is(await dead!.getState(), 'failed');

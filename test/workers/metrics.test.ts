@@ -1,18 +1,27 @@
-// A worker's GET /metrics over HTTP: its own counters, and queue depths read from Redis.
+// A worker's GET /metrics over HTTP: its own counters (each labelled one at zero from the
+// start), how far behind it is, and queue depths read from Redis.
 import test from 'ava';
+import { createEventsQueue } from '../../common/queues.ts';
+import { createRedis } from '../../common/redis.ts';
+import { BATCH_OUTCOMES, createWorkerMetrics, EVENT_OUTCOMES, JOURNEY_MESSAGE_STATUSES } from '../../workers/metrics.ts';
+import { oldestQueuedReceipt } from '../../workers/watermark.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, spawnIntake, type Child } from '../helpers/processes.ts';
-import { newTenant, openHarness, type Harness } from '../helpers/services.ts';
+import { startFreezableProxy } from '../helpers/proxy.ts';
+import { newTenant, openHarness, testConfig, testEnv, TEST_REDIS_URL, type Harness } from '../helpers/services.ts';
 
 let h: Harness;
 let worker: Child;
 let metricsUrl: string;
+/** The worker's first scrape, before it handled anything. */
+let initial: string;
 
 test.before(async () => {
   h = await openHarness();
   worker = await spawnIntake('worker', h.env);
   metricsUrl = `http://127.0.0.1:${/"metricsPort":(\d+)/.exec(worker.output())![1]}`;
+  initial = (await request(metricsUrl, '/metrics', { method: 'GET' })).text;
 });
 
 test.after.always(async () => {
@@ -53,6 +62,50 @@ test('stored events, batches, events per batch, stored lag, insert sizes and que
   } finally {
     await gateway.close();
   }
+});
+
+test('before the first event, every labelled counter has each of its label values at zero, and nothing waits', (t) => {
+  const expected = [
+    ...EVENT_OUTCOMES.map((outcome) => `intake_worker_events_total{outcome="${outcome}"}`),
+    ...BATCH_OUTCOMES.map((outcome) => `intake_worker_batches_total{outcome="${outcome}"}`),
+    ...JOURNEY_MESSAGE_STATUSES.map((status) => `intake_journey_messages_total{status="${status}"}`),
+  ];
+  t.deepEqual(expected.length, 8);
+  for (const line of expected) t.is(sample(initial, line), 0, line);
+  t.is(sample(initial, 'intake_queue_oldest_event_age_seconds{queue="events"}'), 0);
+  t.is(sample(initial, 'intake_worker_stored_lag_seconds_count'), 0);
+});
+
+test("the oldest queued event's age: the oldest batch waiting, left out while Redis hangs", async (t) => {
+  const proxy = await startFreezableProxy(Number(new URL(TEST_REDIS_URL).port || 6379));
+  t.teardown(() => proxy.close());
+  const config = testConfig(testEnv({ REDIS_URL: `redis://127.0.0.1:${proxy.port}` }));
+  const redis = createRedis(config, 'worker');
+  const queue = createEventsQueue(config, redis);
+  t.teardown(async () => {
+    proxy.restore();
+    await queue.obliterate({ force: true });
+    await queue.close();
+    redis.disconnect();
+  });
+  // Nothing takes jobs from this queue: what is added waits.
+  const { registry } = createWorkerMetrics({ queues: {}, oldestQueuedReceipt: () => oldestQueuedReceipt(queue) });
+  const age = async () => sample(await registry.metrics(), 'intake_queue_oldest_event_age_seconds{queue="events"}');
+
+  // The first reads connect to Redis; on a loaded machine that may take longer than the scrape's bound.
+  t.true(await eventually(async () => (await age()) === 0), 'empty queue');
+  // Jobs are added in receipt order (each gateway batch's timestamp is its oldest event's receipt).
+  await queue.add('track', {} as never, { timestamp: Date.now() - 90_000 });
+  await queue.add('track', {} as never, { timestamp: Date.now() - 30_000 });
+  const seconds = (await eventually(() => age()))!;
+  t.true(seconds >= 90 && seconds < 100, `${seconds}`);
+
+  proxy.freeze();
+  const started = performance.now();
+  t.is(await age(), undefined, 'absent rather than stale');
+  t.true(performance.now() - started < 2500);
+  proxy.restore();
+  t.true(await eventually(async () => ((await age()) ?? 0) >= 90), 'read again once Redis answers');
 });
 
 test('healthz and readyz answer; other paths are 404; a second worker on a taken port runs without metrics', async (t) => {
