@@ -33,7 +33,7 @@ function pidsWhere(file: 'comm' | 'stat', test: (text: string) => boolean): numb
 const pidsNamed = (name: string) => pidsWhere('comm', (comm) => comm.trim().startsWith(name));
 
 /** The server and its children: a multi-process gateway (GATEWAY_PROCESSES) does its work in the processes its primary forked. */
-const serverPids = (pid: number) => [pid, ...pidsWhere('stat', (stat) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid)];
+export const serverPids = (pid: number) => [pid, ...pidsWhere('stat', (stat) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid)];
 
 export interface CpuSample {
   server: number;

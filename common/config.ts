@@ -72,7 +72,7 @@ const settings = {
   databasePoolSize: {
     env: 'DATABASE_POOL_SIZE',
     default: '10',
-    doc: 'PostgreSQL connections per process; a gateway of several processes (GATEWAY_PROCESSES) shares them out, each process taking its share rounded up',
+    doc: 'PostgreSQL connections of each intake process; of a whole `intake gateway`, however many processes it runs (GATEWAY_PROCESSES: each takes its share, rounded up)',
     parse: int(1, 500),
   },
   redisUrl: {
