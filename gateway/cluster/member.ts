@@ -12,7 +12,7 @@ export type MetricsSource = Pick<Registry, 'contentType' | 'metrics'>;
 
 export interface ClusterMember {
   /**
-   * Settles with the reason on the first SIGTERM or SIGINT, or when the primary is gone. Later
+   * Settles with the reason on the first SIGTERM or SIGINT. Later
    * signals change nothing: systemd signals every process of a unit and the primary forwards its
    * own, and a second one must not kill a process that is draining (runProcess bounds the drain).
    */
@@ -32,8 +32,8 @@ export function joinCluster(processes: number): ClusterMember {
   const stopped = new Promise<string>((resolve) => (stop = resolve));
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  // The IPC channel closes when the primary exits (even killed): nothing routes connections here any more.
-  process.on('disconnect', () => stop('primary exited'));
+  // A primary that dies closes the IPC channel, and Node's cluster then ends this process at
+  // once (process.exit in its own 'disconnect' listener): no connection reaches it any more.
 
   return {
     stopped,

@@ -1,7 +1,7 @@
 // A gateway of two processes (GATEWAY_PROCESSES=2, gateway/cluster/): `intake gateway` as a
 // node:cluster primary whose processes share one port. Requests reach both processes and are
 // stored; GET /metrics on either one adds up both; SIGTERM drains both; a killed process is
-// replaced while the other answers; processes left without their primary stop.
+// replaced while the other answers; processes whose primary is killed end with it.
 import http from 'node:http';
 import test from 'ava';
 import { METRIC_NAMES } from '../../gateway/metrics/gateway-metrics.ts';
@@ -214,7 +214,7 @@ test.serial('SIGTERM: requests in flight on both processes are answered, then ev
   t.true(await eventually(async () => (await h.db.event.count({ where: { environmentId: tenant.environmentId } })) === 10));
 });
 
-test.serial('a killed process is replaced while the other answers; processes left without their primary stop', async (t) => {
+test.serial('a killed process is replaced while the other answers; processes whose primary is killed end with it', async (t) => {
   const gateway = await startGateway(t);
   const tenant = await newTenant(h);
   const [victim, survivor] = gateway.pids;
@@ -251,7 +251,7 @@ test.serial('a killed process is replaced while the other answers; processes lef
   // The two live processes' counts add up; the dead one's went with it.
   t.is((await trackCount(gateway)).value, 16 - meanwhile.filter((r) => answeredBy(gateway, r.requestId) === victim).length);
 
-  // A primary that dies without a word (SIGKILL) leaves its processes nothing to serve: they drain and exit.
+  // A primary killed outright leaves its processes nothing to serve: they end too (Node's cluster exits them when the channel closes).
   gateway.process.kill('SIGKILL');
   await gateway.exited;
   const alive = (pid: number) => {
