@@ -16,18 +16,24 @@ function cpuMsOf(pid: number): number {
   }
 }
 
-function pidsNamed(name: string): number[] {
+/** Processes whose /proc/<pid>/<file> passes `test`. */
+function pidsWhere(file: 'comm' | 'stat', test: (text: string) => boolean): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim().startsWith(name)) pids.push(Number(entry));
+      if (test(readFileSync(`/proc/${entry}/${file}`, 'utf8'))) pids.push(Number(entry));
     } catch {
       // exited
     }
   }
   return pids;
 }
+
+const pidsNamed = (name: string) => pidsWhere('comm', (comm) => comm.trim().startsWith(name));
+
+/** The server and its children: a multi-process gateway (GATEWAY_PROCESSES) does its work in the processes its primary forked. */
+export const serverPids = (pid: number) => [pid, ...pidsWhere('stat', (stat) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid)];
 
 export interface CpuSample {
   server: number;
@@ -48,7 +54,7 @@ function spent(before: Times, after: Times): number {
 
 /** Runs `work` and returns its result with the CPU milliseconds each side spent meanwhile. */
 export async function withCpu<T>(serverPid: number, work: () => Promise<T>): Promise<T & { cpu: CpuSample }> {
-  const read = () => ({ server: timesOf([serverPid]), postgres: timesOf(pidsNamed('postgres')), redis: timesOf(pidsNamed('redis-server')) });
+  const read = () => ({ server: timesOf(serverPids(serverPid)), postgres: timesOf(pidsNamed('postgres')), redis: timesOf(pidsNamed('redis-server')) });
   const before = read();
   const result = await work();
   const after = read();

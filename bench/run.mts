@@ -33,6 +33,7 @@ import { createEventsQueue, eventBatchName, type QueuedEvent } from '../common/q
 import { createRedis } from '../common/redis.ts';
 import { runScript, startProcess, stopProcess } from './processes.mts';
 import { summarizeProfile } from './cpu-profile.mts';
+import { serverPids } from './cpu-usage.mts';
 import { benchIdentifyAndProfiles } from './identify-bench.mts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -404,7 +405,15 @@ async function main() {
     const rate = Math.floor(trackMax * 0.8);
     const worker = await start(['bin/intake.js', 'worker'], serviceEnv(), /worker started/);
     const samples: number[] = [];
-    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${gateway.child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+    // The gateway's primary and its processes (GATEWAY_PROCESSES) together.
+    const rssOf = (pid: number) => {
+      try {
+        return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+      } catch {
+        return 0; // exited meanwhile
+      }
+    };
+    const rss = () => serverPids(gateway.child.pid!).reduce((sum, pid) => sum + rssOf(pid), 0);
     const sampler = setInterval(() => samples.push(rss()), 10_000);
     const r = await load(`${base}/api/track/${slug}`, { headers, requests: trackRequests('memory'), overallRate: rate, duration: seconds });
     clearInterval(sampler);

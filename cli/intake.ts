@@ -1,5 +1,6 @@
 // The `intake` command and the only composition root: it reads the configuration, builds
 // the clients and hands them to the gateway, the workers or an operator command.
+import cluster from 'node:cluster';
 import { ConfigError, loadConfig, type Config } from '../common/config.ts';
 import { createDb, type Db } from '../common/db.ts';
 import { createLogger, type Logger } from '../common/logger.ts';
@@ -7,6 +8,9 @@ import { stringifyJson } from '../common/domain/json-text.ts';
 import { migrate } from '../common/migrate.ts';
 import { startDashboard } from '../gateway/dashboard.ts';
 import { startGateway } from '../gateway/server.ts';
+import { joinCluster } from '../gateway/cluster/member.ts';
+import { runGatewayPrimary } from '../gateway/cluster/primary.ts';
+import { processConfig } from '../gateway/cluster/share.ts';
 import { startWorkers } from '../workers/main.ts';
 import { readArgs, route, UsageError } from './args.ts';
 import { consentGet } from './commands/consent.ts';
@@ -67,7 +71,7 @@ async function runNamedProcess(command: ProcessName, config: Config): Promise<nu
       return 0;
     }
     case 'gateway':
-      return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })]);
+      return runGateway(config);
     case 'worker':
       return runProcess(config, 'worker', async (db, log) => [await startWorkers({ config, db, log })]);
     case 'dashboard':
@@ -103,19 +107,47 @@ async function devDashboard(config: Config, db: Db, log: Logger): Promise<{ clos
   }
 }
 
-/** A long-running process: start, then on SIGTERM/SIGINT drain and close in reverse order. */
-async function runProcess(config: Config, name: string, start: (db: Db, log: Logger) => Promise<{ close(): Promise<void> }[]>): Promise<number> {
+/**
+ * One gateway process, or with GATEWAY_PROCESSES > 1 a cluster primary (gateway/cluster/) that
+ * runs this same command in that many processes, each a whole gateway with its share of the
+ * gateway's bounds (gateway/cluster/share.ts).
+ */
+async function runGateway(config: Config): Promise<number> {
+  if (cluster.isWorker) {
+    const member = joinCluster(config.gatewayProcesses);
+    const share = processConfig(config, config.gatewayProcesses);
+    return runProcess(share, 'gateway', async (db, log) => [await startGateway({ config: share, db, log, cluster: member })], member.stopped);
+  }
+  if (config.gatewayProcesses === 1) return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })]);
+  const log = createLogger(config.logLevel, 'gateway-primary');
+  const code = await runGatewayPrimary(config, log);
+  await new Promise<void>((resolve) => log.flush(() => resolve()));
+  return code;
+}
+
+/** The first SIGTERM or SIGINT. */
+function signalled(): Promise<string> {
+  return new Promise((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+}
+
+/**
+ * A long-running process: start, then on SIGTERM/SIGINT (or `stopped`, when given) drain and
+ * close in reverse order.
+ */
+async function runProcess(
+  config: Config,
+  name: string,
+  start: (db: Db, log: Logger) => Promise<{ close(): Promise<void> }[]>,
+  stopped?: Promise<string>,
+): Promise<number> {
   const log = createLogger(config.logLevel, name);
   const db = createDb(config, log);
   const parts = await start(db, log);
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      log.info({ signal }, 'shutting down');
-      resolve();
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-  });
+  const signal = await (stopped ?? signalled());
+  log.info({ signal }, 'shutting down');
   const force = setTimeout(() => {
     log.error('shutdown took too long; exiting');
     process.exit(1);

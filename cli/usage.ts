@@ -30,7 +30,12 @@ const env: OptionSpec = { value: '<path-value>', help: 'a non-production environ
 const none = {} as const;
 
 export const COMMANDS = {
-  gateway: { section: 'process', args: [], options: none, summary: 'the HTTP gateway: Identify, Track, Profiles, /healthz, /readyz, /metrics (PORT, HOST)' },
+  gateway: {
+    section: 'process',
+    args: [],
+    options: none,
+    summary: 'the HTTP gateway: Identify, Track, Profiles, /healthz, /readyz, /metrics (PORT, HOST; GATEWAY_PROCESSES processes sharing the port)',
+  },
   worker: {
     section: 'process',
     args: [],
@@ -48,7 +53,8 @@ export const COMMANDS = {
     section: 'process',
     args: [],
     options: none,
-    summary: 'migrate, then gateway, worker and dashboard in one process (the dashboard is skipped with a warning when DASHBOARD_PORT is taken)',
+    summary:
+      'migrate, then gateway, worker and dashboard in one process, whatever GATEWAY_PROCESSES says (the dashboard is skipped with a warning when DASHBOARD_PORT is taken)',
   },
 
   'org create': {

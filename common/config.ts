@@ -1,6 +1,7 @@
 // Configuration comes from environment variables only. Each one has a default, a doc
 // line (README's table is generated from the same list) and a parser; every bad value
 // is reported at once at start.
+import { availableParallelism } from 'node:os';
 
 type Parser<T> = (raw: string) => T;
 
@@ -49,6 +50,18 @@ const bool: Parser<boolean> = (raw) => {
   return raw === 'true';
 };
 
+/** A count, or `auto`: one per core this process may run on. */
+const countOrAuto =
+  (max: number): Parser<number> =>
+  (raw) => {
+    if (raw === 'auto') return availableParallelism();
+    try {
+      return int(1, max)(raw);
+    } catch {
+      throw new Error(`must be auto or an integer from 1 to ${max}`);
+    }
+  };
+
 const settings = {
   databaseUrl: {
     env: 'DATABASE_URL',
@@ -56,7 +69,12 @@ const settings = {
     doc: 'PostgreSQL connection string',
     parse: url(['postgresql:', 'postgres:']),
   },
-  databasePoolSize: { env: 'DATABASE_POOL_SIZE', default: '10', doc: 'PostgreSQL connections per process', parse: int(1, 500) },
+  databasePoolSize: {
+    env: 'DATABASE_POOL_SIZE',
+    default: '10',
+    doc: 'PostgreSQL connections of each intake process; of a whole `intake gateway`, however many processes it runs (GATEWAY_PROCESSES: each takes its share, rounded up)',
+    parse: int(1, 500),
+  },
   redisUrl: {
     env: 'REDIS_URL',
     default: 'redis://127.0.0.1:6379',
@@ -65,6 +83,12 @@ const settings = {
   },
   queuePrefix: { env: 'QUEUE_PREFIX', default: 'intake', doc: 'Redis key prefix of the BullMQ queues', parse: nonEmpty },
   port: { env: 'PORT', default: '3000', doc: 'gateway HTTP port', parse: int(0, 65535) },
+  gatewayProcesses: {
+    env: 'GATEWAY_PROCESSES',
+    default: 'auto',
+    doc: "processes of one `intake gateway`, sharing its port (node:cluster) so that it uses more than one core: `auto` = one per CPU it may run on (`os.availableParallelism()`, which does not see a container's CPU quota), 1 = a single process, no cluster. `intake dev` runs one. DATABASE_POOL_SIZE, MAX_IN_FLIGHT and IDENTIFY_BATCHES_IN_FLIGHT stay per gateway: each process takes its share, rounded up",
+    parse: countOrAuto(256),
+  },
   host: { env: 'HOST', default: '0.0.0.0', doc: 'listen address of the gateway and the dashboard', parse: nonEmpty },
   enqueueTimeoutMs: {
     env: 'ENQUEUE_TIMEOUT_MS',

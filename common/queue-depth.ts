@@ -13,6 +13,9 @@ export function registerQueueDepth(registry: Registry, queues: Record<string, Pi
     help: `Jobs per queue and state, read from Redis when scraped (absent when Redis does not answer within ${timeoutMs} ms)`,
     labelNames: ['queue', 'state'],
     registers: [registry],
+    // Every process of a multi-process gateway reads the same Redis: a sum over them would
+    // multiply the depth, so their scrape takes one reading (gateway/cluster/collect-metrics.ts).
+    aggregator: 'first',
     async collect() {
       const read = await Promise.all(
         Object.entries(queues).map(async ([name, queue]) => ({

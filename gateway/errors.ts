@@ -58,5 +58,7 @@ export const identifyInvalid = (issues: IdentifyIssue[] | JsonText) => new ApiEr
 export const bodyTooLarge = () => error(413, MESSAGES.bodyTooLarge);
 export const timestampTooFarAhead = () => error(400, MESSAGES.timestampTooFarAhead);
 export const messageIdConflict = (id: string) => error(409, `messageId ${id} was already used for a different call`);
+/** GET /metrics of a multi-process gateway (not an endpoint of the spec) when its processes' metrics could not be gathered. */
+export const metricsUnavailable = (why: string) => error(503, `Metrics are unavailable: ${why}`);
 /** The gateway has MAX_IN_FLIGHT requests in hand: a temporary refusal the spec's retry guidance covers (429). */
 export const tooManyRequests = () => new ApiError(429, { error: MESSAGES.tooManyRequests }, { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS) });

@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import type { Registry } from 'prom-client';
 import type { Config } from '../common/config.ts';
 import type { Db } from '../common/db.ts';
 import type { Middleware } from 'koa';
@@ -23,6 +22,7 @@ import { getOnly } from './middleware/not-found.ts';
 import { orgSlug } from './middleware/org-slug.ts';
 import { validateIdentify, validateTrack } from './middleware/validate.ts';
 import type { IngestState } from './state.ts';
+import type { MetricsSource } from './cluster/member.ts';
 
 export interface GatewayDeps {
   config: Config;
@@ -32,7 +32,8 @@ export interface GatewayDeps {
   identifyBatcher: IdentifyBatcher;
   profileReader: ProfileReader;
   authCache: AuthCache;
-  registry: Registry;
+  /** This process's registry, or (several gateway processes) every process's metrics added up. */
+  metrics: MetricsSource;
   /** The in-flight bound (middleware/overload.ts), first in each API route's chain. */
   overload: Middleware<IngestState>;
   /** Where JSON work of a large body runs: off the event loop (common/json-pool.ts). */
@@ -58,6 +59,6 @@ export function createRouter(deps: GatewayDeps): Router<IngestState> {
   router.get('profiles', '/api/profiles/:orgSlug/:userId', getOnly, ...ingest, profiles(deps));
   router.get('healthz', '/healthz', healthz);
   router.get('readyz', '/readyz', readyz(deps));
-  router.get('metrics', '/metrics', metrics(deps.registry));
+  router.get('metrics', '/metrics', metrics(deps.metrics));
   return router;
 }

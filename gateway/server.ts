@@ -15,14 +15,19 @@ import { createIdentifyBatcher } from './identify-batcher.ts';
 import { createProfileReader } from './profile-reader.ts';
 import { createGatewayMetrics } from './metrics/gateway-metrics.ts';
 import { createOverloadGuard } from './middleware/overload.ts';
+import type { ClusterMember } from './cluster/member.ts';
 
 export interface Gateway {
   port: number;
   close(): Promise<void>;
 }
 
-/** Listen on config.port (0 picks a free one); close() drains in-flight requests, then the pools. */
-export async function startGateway(deps: { config: Config; db: Db; log: Logger }): Promise<Gateway> {
+/**
+ * Listen on config.port (0 picks a free one); close() drains in-flight requests, then the pools.
+ * `cluster`: this is one of several processes of one gateway (gateway/cluster/primary.ts), which
+ * announces the port once for all and answers /metrics for all.
+ */
+export async function startGateway(deps: { config: Config; db: Db; log: Logger; cluster?: ClusterMember }): Promise<Gateway> {
   const { config, db, log } = deps;
   const redis = createRedis(config, 'producer', log);
   const subscriber = createRedis(config, 'worker', log);
@@ -40,13 +45,14 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
     timeoutMs: config.enqueueTimeoutMs,
     onBatch: metrics.observeBatch,
   });
-  const json = createJsonPool();
+  const json = createJsonPool({ threads: deps.cluster?.jsonThreads });
   const identifyBatcher = createIdentifyBatcher(poolOf(db), json, { maxBatch: config.identifyBatchMax, maxInFlight: config.identifyBatchesInFlight });
   // Reads hold a connection for one statement: up to the pool less what Identify's batches use
   // (at least two, so one slow read, say a connection attempt to a stalled server, does not
   // hold every other read for its whole timeout).
   const profileReader = createProfileReader(poolOf(db), { maxBatch: 256, maxInFlight: Math.max(2, config.databasePoolSize - config.identifyBatchesInFlight - 1) });
-  const app = createApp({ config, db, redis, batcher, identifyBatcher, profileReader, authCache, registry, overload: overload.middleware, observeRequest: metrics.observeRequest, log, json });
+  const scraped = deps.cluster ? deps.cluster.shareMetrics(registry) : registry;
+  const app = createApp({ config, db, redis, batcher, identifyBatcher, profileReader, authCache, metrics: scraped, overload: overload.middleware, observeRequest: metrics.observeRequest, log, json });
   // Node enforces the two timeouts below only when it sweeps connections (every 30 s by default),
   // which would let a stalled client hold its connection for up to 40 s instead of 10.
   const server = http.createServer({ connectionsCheckingInterval: 1000, maxHeaderSize: config.maxHeaderBytes }, app.callback());
@@ -60,7 +66,8 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger }
   server.keepAliveTimeout = 65_000;
 
   const port = await listen(server, config.port, config.host);
-  log.info({ port }, 'gateway listening');
+  if (deps.cluster) deps.cluster.listening(port);
+  else log.info({ port }, 'gateway listening');
 
   let closing: Promise<void> | undefined;
   return {

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import type { Registry } from 'prom-client';
+import type { MetricsSource } from '../cluster/member.ts';
 import type { Db } from '../../common/db.ts';
 import type { Redis } from '../../common/redis.ts';
 import { readiness } from '../../common/with-timeout.ts';
@@ -18,9 +18,9 @@ export function readyz(deps: { db: Db; redis: Redis }): Middleware {
   };
 }
 
-export function metrics(registry: Registry): Middleware {
+export function metrics(source: MetricsSource): Middleware {
   return async function metrics(ctx) {
-    ctx.type = registry.contentType;
-    ctx.body = await registry.metrics();
+    ctx.body = await source.metrics();
+    ctx.type = source.contentType;
   };
 }

@@ -10,26 +10,12 @@ import { parse } from 'yaml';
 import { METRIC_NAMES, ROUTE_STATUSES } from '../../gateway/metrics/gateway-metrics.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
+import { samples, series } from '../helpers/metrics.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
 import { startFreezableProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_REDIS_URL } from '../helpers/services.ts';
 
 const REDIS_PORT = Number(new URL(TEST_REDIS_URL).port || 6379);
-
-/** `name{labels} value` lines of the Prometheus text format, labels as written. */
-function samples(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(\{.*\})? (\S+)$/.exec(line);
-    if (m) out.set(m[1] + (m[2] ?? ''), Number(m[3]));
-  }
-  return out;
-}
-
-const series = (name: string, labels: Record<string, string | number> = {}) => {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  return parts.length ? `${name}{${parts.join(',')}}` : name;
-};
 
 test('before any request, every status an API route can answer has its series at zero', async (t) => {
   const h = await openHarness();

@@ -23,6 +23,8 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     WORKER_METRICS_PORT: '0',
     HOST: '127.0.0.1',
     DATABASE_POOL_SIZE: '4',
+    // One process per gateway keeps the suite light; test/gateway/cluster.test.ts runs several.
+    GATEWAY_PROCESSES: '1',
     ...overrides,
   };
 }

@@ -1,0 +1,55 @@
+// A multi-process gateway's arithmetic: GATEWAY_PROCESSES, each process's share of the
+// gateway's bounds, its JSON threads, and the pause before a dead process is replaced.
+import { availableParallelism } from 'node:os';
+import test from 'ava';
+import { loadConfig } from '../../common/config.ts';
+import { restartDelayMs } from '../../gateway/cluster/primary.ts';
+import { jsonThreadsPerProcess, processConfig, shareOf } from '../../gateway/cluster/share.ts';
+
+test('GATEWAY_PROCESSES: auto is one per core by default; a count from 1; anything else is refused', (t) => {
+  t.is(loadConfig({}).gatewayProcesses, availableParallelism());
+  t.is(loadConfig({ GATEWAY_PROCESSES: 'auto' }).gatewayProcesses, availableParallelism());
+  t.is(loadConfig({ GATEWAY_PROCESSES: '1' }).gatewayProcesses, 1);
+  t.is(loadConfig({ GATEWAY_PROCESSES: '3' }).gatewayProcesses, 3);
+  for (const raw of ['0', '', 'AUTO', '-1', '2.5', '257'])
+    t.throws(
+      () => loadConfig({ GATEWAY_PROCESSES: raw }),
+      { message: /GATEWAY_PROCESSES=".*": must be auto or an integer from 1 to 256/ },
+      JSON.stringify(raw),
+    );
+});
+
+test('each process takes its share of the gateway-wide bounds, rounded up; batch sizes stay as set', (t) => {
+  const config = loadConfig({
+    DATABASE_POOL_SIZE: '10',
+    MAX_IN_FLIGHT: '1000',
+    IDENTIFY_BATCHES_IN_FLIGHT: '3',
+    TRACK_BATCH_MAX: '256',
+    IDENTIFY_BATCH_MAX: '64',
+  });
+  t.is(processConfig(config, 1), config, 'one process: the configuration itself');
+  const two = processConfig(config, 2);
+  t.like(two, { databasePoolSize: 5, maxInFlight: 500, identifyBatchesInFlight: 2, trackBatchMax: 256, identifyBatchMax: 64 });
+  const three = processConfig(config, 3);
+  t.like(three, { databasePoolSize: 4, maxInFlight: 334, identifyBatchesInFlight: 1 });
+  // Never 0, and at most processes − 1 over the configured total.
+  for (const processes of [1, 2, 3, 7, 16, 64])
+    for (const total of [1, 2, 3, 10, 1000]) {
+      const share = shareOf(total, processes);
+      t.true(share >= 1);
+      t.true(share * processes >= total && share * processes <= total + processes - 1, `${total} over ${processes}`);
+    }
+});
+
+test('JSON threads: one process keeps the pool default; processes on every core get one each', (t) => {
+  t.is(jsonThreadsPerProcess(2, 1), 1);
+  t.is(jsonThreadsPerProcess(8, 1), 4);
+  t.is(jsonThreadsPerProcess(2, 2), 1);
+  t.is(jsonThreadsPerProcess(8, 8), 1);
+  t.is(jsonThreadsPerProcess(8, 2), 3);
+  t.is(jsonThreadsPerProcess(64, 4), 4);
+});
+
+test('a dead process is replaced after 250 ms, doubling with each other death in the last minute, at most 30 s', (t) => {
+  t.deepEqual([1, 2, 3, 4, 5, 6, 7, 8, 20].map(restartDelayMs), [250, 500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
+});
