@@ -1,33 +1,42 @@
 // The `intake` command and the only composition root: it reads the configuration, builds
 // the clients and hands them to the gateway, the workers or an operator command.
+// Modules are imported when a command needs them, not up front: Prisma's client, BullMQ, Koa
+// and the rest take most of a second to load, which an operator command would pay every time.
+import { setFlagsFromString } from 'node:v8';
 import { ConfigError, loadConfig, type Config } from '../common/config.ts';
-import { createDb, type Db } from '../common/db.ts';
-import { createLogger, type Logger } from '../common/logger.ts';
+import type { Db } from '../common/db.ts';
+import type { Logger } from '../common/logger.ts';
 import { stringifyJson } from '../common/domain/json-text.ts';
-import { migrate } from '../common/migrate.ts';
-import { startDashboard } from '../gateway/dashboard.ts';
-import { startGateway } from '../gateway/server.ts';
-import { startWorkers } from '../workers/main.ts';
 import { UsageError } from './args.ts';
-import { consentGet } from './commands/consent.ts';
-import { envCreate, envRemove } from './commands/env.ts';
-import { eventsActivity, eventsGet, eventsNames, eventsRetry } from './commands/events.ts';
-import { importCommand } from './commands/import.ts';
-import { journeyCreate, journeyList, journeyPublish, journeyRuns, journeyStatsCommand } from './commands/journey.ts';
-import { keyCreate, keyList, keyRevoke } from './commands/key.ts';
-import { orgCreate, orgFeatures } from './commands/org.ts';
-import { OperatorError, openOperator, type OperatorDeps } from './operator.ts';
+import { OperatorError, loadQueueModules, openOperator, type OperatorDeps } from './operator.ts';
 
 type Operator = (deps: OperatorDeps, argv: string[]) => Promise<unknown>;
+type LazyOperator = () => Promise<Operator>;
 
-const operators: Record<string, Record<string, Operator>> = {
-  org: { create: orgCreate, features: orgFeatures },
-  env: { create: envCreate, remove: envRemove },
-  key: { create: keyCreate, list: keyList, revoke: keyRevoke },
-  events: { names: eventsNames, get: eventsGet, activity: eventsActivity, retry: eventsRetry },
-  journey: { create: journeyCreate, publish: journeyPublish, list: journeyList, stats: journeyStatsCommand, runs: journeyRuns },
-  consent: { get: consentGet },
+/** The commands of one module (command name → the function's name), imported when one runs. */
+function lazy<M>(
+  load: () => Promise<M>,
+  commands: Record<string, { [K in keyof M]: M[K] extends Operator ? K : never }[keyof M]>,
+): Record<string, LazyOperator> {
+  return Object.fromEntries(Object.entries(commands).map(([name, member]) => [name, async () => (await load())[member] as Operator]));
+}
+
+const operators: Record<string, Record<string, LazyOperator>> = {
+  org: lazy(() => import('./commands/org.ts'), { create: 'orgCreate', features: 'orgFeatures' }),
+  env: lazy(() => import('./commands/env.ts'), { create: 'envCreate', remove: 'envRemove' }),
+  key: lazy(() => import('./commands/key.ts'), { create: 'keyCreate', list: 'keyList', revoke: 'keyRevoke' }),
+  events: lazy(() => import('./commands/events.ts'), { names: 'eventsNames', get: 'eventsGet', activity: 'eventsActivity', retry: 'eventsRetry' }),
+  journey: lazy(() => import('./commands/journey.ts'), {
+    create: 'journeyCreate',
+    publish: 'journeyPublish',
+    list: 'journeyList',
+    stats: 'journeyStatsCommand',
+    runs: 'journeyRuns',
+  }),
+  consent: lazy(() => import('./commands/consent.ts'), { get: 'consentGet' }),
 };
+// The one group whose commands read the queues (events.ts imports BullMQ anyway).
+const QUEUE_GROUPS = new Set(['events']);
 
 const USAGE = `usage: intake <command>
 
@@ -75,29 +84,45 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig();
   switch (command) {
     case 'migrate': {
+      const { migrate } = await import('../common/migrate.ts');
       const result = await migrate(config.databaseUrl);
       console.log(JSON.stringify(result));
       return 0;
     }
     case 'gateway':
-      return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })]);
+      return runProcess(config, 'gateway', async (db, log) => {
+        const { startGateway } = await import('../gateway/server.ts');
+        return [await startGateway({ config, db, log })];
+      });
     case 'worker':
-      return runProcess(config, 'worker', async (db, log) => [await startWorkers({ config, db, log })]);
+      return runProcess(config, 'worker', async (db, log) => {
+        const { startWorkers } = await import('../workers/main.ts');
+        return [await startWorkers({ config, db, log })];
+      });
     case 'dashboard':
-      return runProcess(config, 'dashboard', async (db, log) => [await startDashboard({ config, db, log })]);
-    case 'dev':
+      return runProcess(config, 'dashboard', async (db, log) => {
+        const { startDashboard } = await import('../gateway/dashboard.ts');
+        return [await startDashboard({ config, db, log })];
+      });
+    case 'dev': {
+      const [{ migrate }, { startWorkers }, { startGateway }] = await Promise.all([
+        import('../common/migrate.ts'),
+        import('../workers/main.ts'),
+        import('../gateway/server.ts'),
+      ]);
       await migrate(config.databaseUrl);
       return runProcess(config, 'dev', async (db, log) => [
         await startWorkers({ config, db, log }),
         await startGateway({ config, db, log }),
         ...(await devDashboard(config, db, log)),
       ]);
+    }
   }
   // A caller of the public API (the gateway's URL and a key), not an operator of the database.
-  if (command === 'import') return printJson(await importCommand(config, argv.slice(1)));
-  const run = operators[command]?.[sub ?? ''];
-  if (!run) throw new UsageError(`unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
-  return runOperator(config, run, rest);
+  if (command === 'import') return printJson(await (await import('./commands/import.ts')).importCommand(config, argv.slice(1)));
+  const load = operators[command]?.[sub ?? ''];
+  if (!load) throw new UsageError(`unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
+  return runOperator(config, await load(), rest, QUEUE_GROUPS.has(command));
 }
 
 /**
@@ -105,6 +130,7 @@ async function main(argv: string[]): Promise<number> {
  * say) must not stop the gateway and worker, so it is skipped with a warning.
  */
 async function devDashboard(config: Config, db: Db, log: Logger): Promise<{ close(): Promise<void> }[]> {
+  const { startDashboard } = await import('../gateway/dashboard.ts');
   try {
     return [await startDashboard({ config, db, log })];
   } catch (err) {
@@ -116,6 +142,7 @@ async function devDashboard(config: Config, db: Db, log: Logger): Promise<{ clos
 
 /** A long-running process: start, then on SIGTERM/SIGINT drain and close in reverse order. */
 async function runProcess(config: Config, name: string, start: (db: Db, log: Logger) => Promise<{ close(): Promise<void> }[]>): Promise<number> {
+  const [{ createLogger }, { createDb }] = await Promise.all([import('../common/logger.ts'), import('../common/db.ts')]);
   const log = createLogger(config.logLevel, name);
   const db = createDb(config, log);
   const parts = await start(db, log);
@@ -139,8 +166,13 @@ async function runProcess(config: Config, name: string, start: (db: Db, log: Log
   return 0;
 }
 
-async function runOperator(config: Config, run: Operator, argv: string[]): Promise<number> {
-  const operator = openOperator(config);
+async function runOperator(config: Config, run: Operator, argv: string[], queues: boolean): Promise<number> {
+  // Prisma plans each query in WebAssembly. V8 would spend about 0.3 s of a command's two or
+  // three queries optimizing that code (TurboFan), worth it in a gateway, not here: baseline
+  // code only (Liftoff). The flag applies to modules compiled after it, so before Prisma loads.
+  setFlagsFromString('--liftoff-only');
+  const { createDb } = await import('../common/db.ts');
+  const operator = openOperator(config, createDb(config), queues ? await loadQueueModules() : undefined);
   try {
     return await printJson(await run(operator, argv));
   } finally {
