@@ -35,8 +35,8 @@ const operators: Record<string, Record<string, LazyOperator>> = {
   }),
   consent: lazy(() => import('./commands/consent.ts'), { get: 'consentGet' }),
 };
-// The one group whose commands read the queues (events.ts imports BullMQ anyway).
-const QUEUE_GROUPS = new Set(['events']);
+// The commands that read the queues: they load BullMQ (the rest never do).
+const QUEUE_COMMANDS = new Set(['events get', 'events activity', 'events retry']);
 
 const USAGE = `usage: intake <command>
 
@@ -122,7 +122,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'import') return printJson(await (await import('./commands/import.ts')).importCommand(config, argv.slice(1)));
   const load = operators[command]?.[sub ?? ''];
   if (!load) throw new UsageError(`unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
-  return runOperator(config, await load(), rest, QUEUE_GROUPS.has(command));
+  return runOperator(config, await load(), rest, QUEUE_COMMANDS.has(`${command} ${sub}`));
 }
 
 /**

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import type { Db } from '../common/db.ts';
+import { authCacheChannels } from '../common/queue-keys.ts';
 import type { DeadLetterJob, EventBatchJob } from '../common/queues.ts';
 import type { Redis } from '../common/redis.ts';
 import { TimeoutError, withTimeout } from '../common/with-timeout.ts';
@@ -36,12 +37,13 @@ export async function findLiveEnvironment(db: Db, orgSlug: string, pathValue: st
   return found;
 }
 
-/** What operator commands reach Redis with: BullMQ and ioredis, the two slowest modules to load. */
-export type QueueModules = typeof import('../common/queues.ts') & typeof import('../common/redis.ts');
+type RedisModule = typeof import('../common/redis.ts');
+/** What operator commands that read the queues need: BullMQ's queues and Redis connections. */
+export type QueueModules = typeof import('../common/queues.ts') & RedisModule;
 
 /**
- * Loading bullmq and ioredis takes about 0.4 s, most of an operator command's start, and most
- * commands read PostgreSQL only: they are imported by the commands that use them.
+ * BullMQ takes about 0.3 s to load, ioredis about 0.1 s, and most commands read PostgreSQL
+ * only: they are imported by the commands that use them.
  */
 export async function loadQueueModules(): Promise<QueueModules> {
   const [queues, redis] = await Promise.all([import('../common/queues.ts'), import('../common/redis.ts')]);
@@ -50,30 +52,32 @@ export async function loadQueueModules(): Promise<QueueModules> {
 
 /**
  * Clients for operator commands, opened lazily (most commands need only PostgreSQL). The queues
- * are there when `queues` is given; a cache invalidation loads what it needs itself.
+ * are there when `queues` is given; a cache invalidation loads the Redis client itself.
  */
 export function openOperator(config: Config, db: Db, queues?: QueueModules): OperatorDeps & { close(): Promise<void> } {
-  let modules = queues;
+  let redisModule: RedisModule | undefined = queues;
   let redis: Redis | undefined;
   let queue: Queue<EventBatchJob> | undefined;
   let deadLetters: Queue<DeadLetterJob> | undefined;
-  const loaded = () => {
-    if (!modules) throw new Error('operator opened without its queue modules (openOperator(config, db, await loadQueueModules()))');
-    return modules;
+  const withQueues = () => {
+    if (!queues) throw new Error('operator opened without its queue modules (openOperator(config, db, await loadQueueModules()))');
+    return queues;
   };
-  const connect = () => (redis ??= loaded().createRedis(config, 'worker'));
+  const connect = () => (redis ??= (redisModule ?? withQueues()).createRedis(config, 'worker'));
   return {
     config,
     db,
     async invalidateAuthCaches() {
-      const { authCacheChannels } = (modules ??= await loadQueueModules());
+      redisModule ??= await import('../common/redis.ts');
       const problem = await invalidateEverywhere(connect(), authCacheChannels(config), ACK_TIMEOUT_MS);
       if (problem) console.error(`warning: ${problem}; gateways that missed it read keys through to PostgreSQL until they reconnect`);
     },
-    eventsQueue: () => (queue ??= loaded().createEventsQueue(config, connect())),
-    deadLetterQueue: () => (deadLetters ??= loaded().createDeadLetterQueue(config, connect())),
+    eventsQueue: () => (queue ??= withQueues().createEventsQueue(config, connect())),
+    deadLetterQueue: () => (deadLetters ??= withQueues().createDeadLetterQueue(config, connect())),
     async close() {
-      if (redis) await loaded().closeQueues([queue, deadLetters].filter((q) => q !== undefined) as Queue[], redis);
+      const opened = [queue, deadLetters].filter((q) => q !== undefined) as Queue[];
+      if (opened.length) await withQueues().closeQueues(opened, redis!);
+      else redis?.disconnect();
       await db.$disconnect();
     },
   };
