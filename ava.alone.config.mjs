@@ -7,4 +7,5 @@ export default {
   files: ['test/faults/bounded-work.test.ts'],
   timeout: '5m',
   workerThreads: false,
+  environmentVariables: { INTAKE_RUN: 'sources' },
 };

@@ -1,49 +1,52 @@
 // The `intake` command and the only composition root: it reads the configuration, builds
 // the clients and hands them to the gateway, the workers or an operator command.
+// Modules are imported when a command needs them, not up front: Prisma's client, BullMQ, Koa
+// and the rest take most of a second to load, which an operator command would pay every time.
 import cluster from 'node:cluster';
+import { setFlagsFromString } from 'node:v8';
 import { ConfigError, loadConfig, type Config } from '../common/config.ts';
-import { createDb, type Db } from '../common/db.ts';
-import { createLogger, type Logger } from '../common/logger.ts';
+import type { Db } from '../common/db.ts';
+import type { Logger } from '../common/logger.ts';
 import { stringifyJson } from '../common/domain/json-text.ts';
-import { migrate } from '../common/migrate.ts';
-import { startDashboard } from '../gateway/dashboard.ts';
-import { startGateway } from '../gateway/server.ts';
-import { joinCluster } from '../gateway/cluster/member.ts';
-import { runGatewayPrimary } from '../gateway/cluster/primary.ts';
-import { processConfig } from '../gateway/cluster/share.ts';
-import { startWorkers } from '../workers/main.ts';
 import { readArgs, route, UsageError } from './args.ts';
-import { consentGet } from './commands/consent.ts';
-import { envCreate, envRemove } from './commands/env.ts';
-import { eventsActivity, eventsGet, eventsNames, eventsRetry } from './commands/events.ts';
-import { importCommand } from './commands/import.ts';
-import { journeyCreate, journeyList, journeyPublish, journeyRuns, journeyStatsCommand } from './commands/journey.ts';
-import { keyCreate, keyList, keyRevoke } from './commands/key.ts';
-import { orgCreate, orgFeatures } from './commands/org.ts';
-import { OperatorError, openOperator, type OperatorDeps } from './operator.ts';
+import { OperatorError, loadQueueModules, openOperator, type OperatorDeps } from './operator.ts';
 import { spec, type CommandName, type OperatorName, type ProcessName } from './usage.ts';
 
 type Operator = (deps: OperatorDeps, argv: string[]) => Promise<unknown>;
+type LazyOperator = () => Promise<Operator>;
 
-const operators: Record<OperatorName, Operator> = {
-  'org create': orgCreate,
-  'org features': orgFeatures,
-  'env create': envCreate,
-  'env remove': envRemove,
-  'key create': keyCreate,
-  'key list': keyList,
-  'key revoke': keyRevoke,
-  'events names': eventsNames,
-  'events get': eventsGet,
-  'events activity': eventsActivity,
-  'events retry': eventsRetry,
-  'journey create': journeyCreate,
-  'journey publish': journeyPublish,
-  'journey list': journeyList,
-  'journey stats': journeyStatsCommand,
-  'journey runs': journeyRuns,
-  'consent get': consentGet,
+/** A command's function, imported from its module when it runs. */
+const lazy =
+  <M,>(load: () => Promise<M>, member: { [K in keyof M]: M[K] extends Operator ? K : never }[keyof M]): LazyOperator =>
+  async () => (await load())[member] as Operator;
+
+const org = () => import('./commands/org.ts');
+const env = () => import('./commands/env.ts');
+const key = () => import('./commands/key.ts');
+const events = () => import('./commands/events.ts');
+const journey = () => import('./commands/journey.ts');
+
+const operators: Record<OperatorName, LazyOperator> = {
+  'org create': lazy(org, 'orgCreate'),
+  'org features': lazy(org, 'orgFeatures'),
+  'env create': lazy(env, 'envCreate'),
+  'env remove': lazy(env, 'envRemove'),
+  'key create': lazy(key, 'keyCreate'),
+  'key list': lazy(key, 'keyList'),
+  'key revoke': lazy(key, 'keyRevoke'),
+  'events names': lazy(events, 'eventsNames'),
+  'events get': lazy(events, 'eventsGet'),
+  'events activity': lazy(events, 'eventsActivity'),
+  'events retry': lazy(events, 'eventsRetry'),
+  'journey create': lazy(journey, 'journeyCreate'),
+  'journey publish': lazy(journey, 'journeyPublish'),
+  'journey list': lazy(journey, 'journeyList'),
+  'journey stats': lazy(journey, 'journeyStatsCommand'),
+  'journey runs': lazy(journey, 'journeyRuns'),
+  'consent get': lazy(() => import('./commands/consent.ts'), 'consentGet'),
 };
+// The commands that read the queues: they load BullMQ (the rest never do).
+const QUEUE_COMMANDS = new Set(['events get', 'events activity', 'events retry']);
 
 async function main(argv: string[]): Promise<number> {
   // Before the configuration: help needs none, and a usage mistake is reported as such.
@@ -51,12 +54,12 @@ async function main(argv: string[]): Promise<number> {
   if ('help' in routed) return printUsage(routed.help, routed.exit);
   const { command } = routed;
   // A caller of the public API (the gateway's URL and a key), not an operator of the database.
-  if (command === 'import') return printJson(await importCommand(loadConfig(), routed.argv));
+  if (command === 'import') return printJson(await (await import('./commands/import.ts')).importCommand(loadConfig(), routed.argv));
   if (isProcess(command)) {
     readArgs(routed.argv, command); // they take no arguments
     return runNamedProcess(command, loadConfig());
   }
-  return runOperator(loadConfig(), operators[command], routed.argv);
+  return runOperator(loadConfig(), await operators[command](), routed.argv, QUEUE_COMMANDS.has(command));
 }
 
 function isProcess(command: CommandName): command is ProcessName {
@@ -66,6 +69,7 @@ function isProcess(command: CommandName): command is ProcessName {
 async function runNamedProcess(command: ProcessName, config: Config): Promise<number> {
   switch (command) {
     case 'migrate': {
+      const { migrate } = await import('../common/migrate.ts');
       const result = await migrate(config.databaseUrl);
       console.log(JSON.stringify(result));
       return 0;
@@ -73,16 +77,28 @@ async function runNamedProcess(command: ProcessName, config: Config): Promise<nu
     case 'gateway':
       return runGateway(config);
     case 'worker':
-      return runProcess(config, 'worker', async (db, log) => [await startWorkers({ config, db, log })]);
+      return runProcess(config, 'worker', async (db, log) => {
+        const { startWorkers } = await import('../workers/main.ts');
+        return [await startWorkers({ config, db, log })];
+      });
     case 'dashboard':
-      return runProcess(config, 'dashboard', async (db, log) => [await startDashboard({ config, db, log })]);
-    case 'dev':
+      return runProcess(config, 'dashboard', async (db, log) => {
+        const { startDashboard } = await import('../gateway/dashboard.ts');
+        return [await startDashboard({ config, db, log })];
+      });
+    case 'dev': {
+      const [{ migrate }, { startWorkers }, { startGateway }] = await Promise.all([
+        import('../common/migrate.ts'),
+        import('../workers/main.ts'),
+        import('../gateway/server.ts'),
+      ]);
       await migrate(config.databaseUrl);
       return runProcess(config, 'dev', async (db, log) => [
         await startWorkers({ config, db, log }),
         await startGateway({ config, db, log }),
         ...(await devDashboard(config, db, log)),
       ]);
+    }
   }
 }
 
@@ -98,6 +114,7 @@ async function printUsage(text: string, exit: 0 | 2): Promise<number> {
  * say) must not stop the gateway and worker, so it is skipped with a warning.
  */
 async function devDashboard(config: Config, db: Db, log: Logger): Promise<{ close(): Promise<void> }[]> {
+  const { startDashboard } = await import('../gateway/dashboard.ts');
   try {
     return [await startDashboard({ config, db, log })];
   } catch (err) {
@@ -113,12 +130,15 @@ async function devDashboard(config: Config, db: Db, log: Logger): Promise<{ clos
  * gateway's bounds (gateway/cluster/share.ts).
  */
 async function runGateway(config: Config): Promise<number> {
+  const { startGateway } = await import('../gateway/server.ts');
   if (cluster.isWorker) {
+    const [{ joinCluster }, { processConfig }] = await Promise.all([import('../gateway/cluster/member.ts'), import('../gateway/cluster/share.ts')]);
     const member = joinCluster(config.gatewayProcesses);
     const share = processConfig(config, config.gatewayProcesses);
     return runProcess(share, 'gateway', async (db, log) => [await startGateway({ config: share, db, log, cluster: member })], member.stopped);
   }
   if (config.gatewayProcesses === 1) return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })]);
+  const [{ createLogger }, { runGatewayPrimary }] = await Promise.all([import('../common/logger.ts'), import('../gateway/cluster/primary.ts')]);
   const log = createLogger(config.logLevel, 'gateway-primary');
   const code = await runGatewayPrimary(config, log);
   await new Promise<void>((resolve) => log.flush(() => resolve()));
@@ -143,6 +163,7 @@ async function runProcess(
   start: (db: Db, log: Logger) => Promise<{ close(): Promise<void> }[]>,
   stopped?: Promise<string>,
 ): Promise<number> {
+  const [{ createLogger }, { createDb }] = await Promise.all([import('../common/logger.ts'), import('../common/db.ts')]);
   const log = createLogger(config.logLevel, name);
   const db = createDb(config, log);
   const parts = await start(db, log);
@@ -160,8 +181,13 @@ async function runProcess(
   return 0;
 }
 
-async function runOperator(config: Config, run: Operator, argv: string[]): Promise<number> {
-  const operator = openOperator(config);
+async function runOperator(config: Config, run: Operator, argv: string[], queues: boolean): Promise<number> {
+  // Prisma plans each query in WebAssembly. V8 would spend about 0.3 s of a command's two or
+  // three queries optimizing that code (TurboFan), worth it in a gateway, not here: baseline
+  // code only (Liftoff). The flag applies to modules compiled after it, so before Prisma loads.
+  setFlagsFromString('--liftoff-only');
+  const { createDb } = await import('../common/db.ts');
+  const operator = openOperator(config, createDb(config), queues ? await loadQueueModules() : undefined);
   try {
     return await printJson(await run(operator, argv));
   } finally {

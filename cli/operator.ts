@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Config } from '../common/config.ts';
-import { createDb, type Db } from '../common/db.ts';
-import { authCacheChannels, closeQueues, createDeadLetterQueue, createEventsQueue, type DeadLetterJob, type EventBatchJob } from '../common/queues.ts';
-import { createRedis, type Redis } from '../common/redis.ts';
+import type { Db } from '../common/db.ts';
+import { authCacheChannels } from '../common/queue-keys.ts';
+import type { DeadLetterJob, EventBatchJob } from '../common/queues.ts';
+import type { Redis } from '../common/redis.ts';
 import { TimeoutError, withTimeout } from '../common/with-timeout.ts';
 
 /** What operator commands work with; built once in cli/intake.ts. */
@@ -36,23 +37,47 @@ export async function findLiveEnvironment(db: Db, orgSlug: string, pathValue: st
   return found;
 }
 
-/** Clients for operator commands, opened lazily (most commands need only PostgreSQL). */
-export function openOperator(config: Config, db: Db = createDb(config)): OperatorDeps & { close(): Promise<void> } {
+type RedisModule = typeof import('../common/redis.ts');
+/** What operator commands that read the queues need: BullMQ's queues and Redis connections. */
+export type QueueModules = typeof import('../common/queues.ts') & RedisModule;
+
+/**
+ * BullMQ takes about 0.3 s to load, ioredis about 0.1 s, and most commands read PostgreSQL
+ * only: they are imported by the commands that use them.
+ */
+export async function loadQueueModules(): Promise<QueueModules> {
+  const [queues, redis] = await Promise.all([import('../common/queues.ts'), import('../common/redis.ts')]);
+  return { ...queues, ...redis };
+}
+
+/**
+ * Clients for operator commands, opened lazily (most commands need only PostgreSQL). The queues
+ * are there when `queues` is given; a cache invalidation loads the Redis client itself.
+ */
+export function openOperator(config: Config, db: Db, queues?: QueueModules): OperatorDeps & { close(): Promise<void> } {
+  let redisModule: RedisModule | undefined = queues;
   let redis: Redis | undefined;
   let queue: Queue<EventBatchJob> | undefined;
   let deadLetters: Queue<DeadLetterJob> | undefined;
-  const connect = () => (redis ??= createRedis(config, 'worker'));
+  const withQueues = () => {
+    if (!queues) throw new Error('operator opened without its queue modules (openOperator(config, db, await loadQueueModules()))');
+    return queues;
+  };
+  const connect = () => (redis ??= (redisModule ?? withQueues()).createRedis(config, 'worker'));
   return {
     config,
     db,
     async invalidateAuthCaches() {
-      const problem = await invalidateEverywhere(connect(), config, ACK_TIMEOUT_MS);
+      redisModule ??= await import('../common/redis.ts');
+      const problem = await invalidateEverywhere(connect(), authCacheChannels(config), ACK_TIMEOUT_MS);
       if (problem) console.error(`warning: ${problem}; gateways that missed it read keys through to PostgreSQL until they reconnect`);
     },
-    eventsQueue: () => (queue ??= createEventsQueue(config, connect())),
-    deadLetterQueue: () => (deadLetters ??= createDeadLetterQueue(config, connect())),
+    eventsQueue: () => (queue ??= withQueues().createEventsQueue(config, connect())),
+    deadLetterQueue: () => (deadLetters ??= withQueues().createDeadLetterQueue(config, connect())),
     async close() {
-      if (redis) await closeQueues([queue, deadLetters].filter((q) => q !== undefined) as Queue[], redis);
+      const opened = [queue, deadLetters].filter((q) => q !== undefined) as Queue[];
+      if (opened.length) await withQueues().closeQueues(opened, redis!);
+      else redis?.disconnect();
       await db.$disconnect();
     },
   };
@@ -64,8 +89,7 @@ const ACK_TIMEOUT_MS = 3000;
  * Publishes an invalidation and waits until every gateway that received it has dropped its
  * cache (each acks the nonce). Returns a problem description, or null when all acked.
  */
-export async function invalidateEverywhere(redis: Redis, config: Config, timeoutMs: number): Promise<string | null> {
-  const channels = authCacheChannels(config);
+export async function invalidateEverywhere(redis: Redis, channels: { invalidate: string; ack: string }, timeoutMs: number): Promise<string | null> {
   const nonce = randomUUID();
   const listener = redis.duplicate();
   listener.on('error', () => {});

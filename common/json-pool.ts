@@ -73,6 +73,10 @@ export interface JsonPoolOptions {
   inlineChars?: number;
 }
 
+// A thread does not inherit the main thread's loader: from the sources it starts through
+// json-pool-thread.js (which registers tsx); compiled, the loop is JavaScript already.
+const THREAD_ENTRY = import.meta.url.endsWith('.ts') ? new URL('./json-pool-thread.js', import.meta.url) : new URL('./json-pool-loop.js', import.meta.url);
+
 export function createJsonPool(options: JsonPoolOptions = {}): JsonWork {
   const size = options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
   const inlineChars = options.inlineChars ?? INLINE_JSON_CHARS;
@@ -84,7 +88,7 @@ export function createJsonPool(options: JsonPoolOptions = {}): JsonWork {
 
   function start(): Thread {
     // A parse of a hostile body may run out of memory: the thread dies, not the gateway.
-    const worker = new Worker(new URL('./json-pool-thread.js', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: 1024 } });
+    const worker = new Worker(THREAD_ENTRY, { resourceLimits: { maxOldGenerationSizeMb: 1024 } });
     worker.unref();
     const thread: Thread = { worker, current: null };
     worker.on('message', (m: { value?: unknown; error?: string }) => {

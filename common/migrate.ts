@@ -1,6 +1,7 @@
 // Applies prisma/migrations offline with Prisma's WebAssembly schema engine: the native
 // engine cannot be downloaded everywhere intake is built. The bookkeeping
 // (`_prisma_migrations`) is the same as `prisma migrate deploy`, so either tool works.
+import { existsSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -9,7 +10,18 @@ import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/**
+ * The folder holding prisma/: the parent of common/ for the sources, of dist/ for the build
+ * (and deeper for a build made elsewhere in the checkout), so it is looked for upwards.
+ */
+function projectRoot(from: string): string {
+  for (let dir = from; path.dirname(dir) !== dir; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'prisma', 'schema.prisma'))) return dir;
+  }
+  return path.dirname(from); // none: a migrate then names the file it did not find
+}
+
+const root = projectRoot(path.dirname(fileURLToPath(import.meta.url)));
 export const migrationsDir = path.join(root, 'prisma', 'migrations');
 export const schemaPath = path.join(root, 'prisma', 'schema.prisma');
 

@@ -1,8 +1,10 @@
-import { hash } from 'node:crypto';
-import { toPgText } from './domain/pg-text.ts';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Config } from './config.ts';
 import type { Redis } from './redis.ts';
+
+// Names that need no BullMQ live in queue-keys.ts (operator commands import them without
+// loading BullMQ); exported here too for everything that works with the queues.
+export { authCacheChannels, jobIdFor } from './queue-keys.ts';
 
 export const EVENTS_QUEUE = 'events';
 
@@ -52,15 +54,6 @@ export interface DeadLetterJob {
   error: string | null;
 }
 
-/**
- * BullMQ rejects custom ids containing ':' and messageIds are free text, so the id is a
- * hash. Only dead-letter jobs have one (a rare path); events are identified by the table's key.
- */
-export function jobIdFor(environmentId: string, messageId: string): string {
-  // The escaped form is well-formed UTF-16, so two IDs differing only in an unpaired surrogate do not collide.
-  return 'e' + hash('sha256', `${environmentId}\0${toPgText(messageId)}`, 'base64url').slice(0, 32);
-}
-
 /** `keepCompleted`: how many completed jobs stay visible (an hour at most). */
 export function eventJobOptions(config: Pick<Config, 'jobAttempts' | 'jobBackoffMs'>, keepCompleted = 50_000): JobsOptions {
   return {
@@ -89,11 +82,6 @@ export function createDeadLetterQueue(config: Pick<Config, 'queuePrefix'>, conne
     prefix: config.queuePrefix,
     defaultJobOptions: { attempts: 1, removeOnComplete: { age: 7 * 86_400 }, removeOnFail: false },
   });
-}
-
-/** Redis channels on which operator commands tell every gateway to drop cached key lookups, and gateways confirm. */
-export function authCacheChannels(config: Pick<Config, 'queuePrefix'>): { invalidate: string; ack: string } {
-  return { invalidate: `${config.queuePrefix}:auth-cache:invalidate`, ack: `${config.queuePrefix}:auth-cache:ack` };
 }
 
 export const SERVICE_EVENTS_QUEUE = 'service-events';

@@ -1,6 +1,7 @@
 import { journeyEligibility } from '../../common/domain/journey-limits.ts';
 import type { JobType, Queue } from 'bullmq';
-import { jobIdFor, type EventBatchJob, type QueuedEvent } from '../../common/queues.ts';
+import { jobIdFor } from '../../common/queue-keys.ts';
+import type { EventBatchJob, QueuedEvent } from '../../common/queues.ts';
 import type { TrackEvent } from '../../common/validation/track.ts';
 import { eventNames, findEvent, findFailedEvent } from '../../common/store/events.ts';
 import { journeyActivity } from '../../common/store/journeys.ts';

@@ -7,7 +7,7 @@ import { migrate } from '../../common/migrate.ts';
 import { keyCreate } from '../../cli/commands/key.ts';
 import { envCreate } from '../../cli/commands/env.ts';
 import { orgCreate } from '../../cli/commands/org.ts';
-import { openOperator, type OperatorDeps } from '../../cli/operator.ts';
+import { loadQueueModules, openOperator, type OperatorDeps } from '../../cli/operator.ts';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_test';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -63,7 +63,7 @@ export async function openHarness(overrides: Record<string, string> = {}): Promi
   const env = testEnv(overrides);
   const config = testConfig(env);
   const db = createDb(config);
-  const operator = openOperator(config, db);
+  const operator = openOperator(config, db, await loadQueueModules());
   return { config, env, db, operator, close: () => operator.close() };
 }
 
