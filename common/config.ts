@@ -85,8 +85,8 @@ const settings = {
   port: { env: 'PORT', default: '3000', doc: 'gateway HTTP port', parse: int(0, 65535) },
   gatewayProcesses: {
     env: 'GATEWAY_PROCESSES',
-    default: 'auto',
-    doc: "processes of one `intake gateway`, sharing its port (node:cluster) so that it uses more than one core: `auto` = one per CPU it may run on (`os.availableParallelism()`, which does not see a container's CPU quota), 1 = a single process, no cluster. `intake dev` runs one. DATABASE_POOL_SIZE, MAX_IN_FLIGHT and IDENTIFY_BATCHES_IN_FLIGHT stay per gateway: each process takes its share, rounded up",
+    default: '1',
+    doc: "processes of one `intake gateway`, sharing its port (node:cluster) so that it uses more than one core, for a host where the gateway runs alone: `auto` = one per CPU it may run on (`os.availableParallelism()`, which does not see a container's CPU quota), 1 = a single process, no cluster. `intake dev` runs one. DATABASE_POOL_SIZE, MAX_IN_FLIGHT and IDENTIFY_BATCHES_IN_FLIGHT stay per gateway: each process takes its share, rounded up",
     parse: countOrAuto(256),
   },
   host: { env: 'HOST', default: '0.0.0.0', doc: 'listen address of the gateway and the dashboard', parse: nonEmpty },

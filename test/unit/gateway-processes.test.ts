@@ -6,8 +6,8 @@ import { loadConfig } from '../../common/config.ts';
 import { restartDelayMs } from '../../gateway/cluster/primary.ts';
 import { jsonThreadsPerProcess, processConfig, shareOf } from '../../gateway/cluster/share.ts';
 
-test('GATEWAY_PROCESSES: auto is one per core by default; a count from 1; anything else is refused', (t) => {
-  t.is(loadConfig({}).gatewayProcesses, availableParallelism());
+test('GATEWAY_PROCESSES: one process by default, auto is one per core; a count from 1; anything else is refused', (t) => {
+  t.is(loadConfig({}).gatewayProcesses, 1);
   t.is(loadConfig({ GATEWAY_PROCESSES: 'auto' }).gatewayProcesses, availableParallelism());
   t.is(loadConfig({ GATEWAY_PROCESSES: '1' }).gatewayProcesses, 1);
   t.is(loadConfig({ GATEWAY_PROCESSES: '3' }).gatewayProcesses, 3);
