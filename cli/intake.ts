@@ -17,8 +17,9 @@ type LazyOperator = () => Promise<Operator>;
 
 /** A command's function, imported from its module when it runs. */
 const lazy =
-  <M,>(load: () => Promise<M>, member: { [K in keyof M]: M[K] extends Operator ? K : never }[keyof M]): LazyOperator =>
-  async () => (await load())[member] as Operator;
+  <M>(load: () => Promise<M>, member: { [K in keyof M]: M[K] extends Operator ? K : never }[keyof M]): LazyOperator =>
+  async () =>
+    (await load())[member] as Operator;
 
 const org = () => import('./commands/org.ts');
 const env = () => import('./commands/env.ts');

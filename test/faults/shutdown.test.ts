@@ -1,7 +1,6 @@
 // SIGTERM: a gateway stops accepting, answers what it already received, and exits 0; a
 // worker finishes its active jobs and exits 0 (nothing it took is left half-done).
 import { spawn } from 'node:child_process';
-import http from 'node:http';
 import test from 'ava';
 import { keyCreate } from '../../cli/commands/key.ts';
 import { createLogger } from '../../common/logger.ts';
@@ -9,7 +8,7 @@ import { startDashboard } from '../../gateway/dashboard.ts';
 import { startGateway } from '../../gateway/server.ts';
 import { startWorkers } from '../../workers/main.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
-import { request, trackBody } from '../helpers/http.ts';
+import { halfSentTracks, request, trackBody } from '../helpers/http.ts';
 import { spawnIntake } from '../helpers/processes.ts';
 import { newTenant, openHarness, type Harness } from '../helpers/services.ts';
 
@@ -23,28 +22,8 @@ test('gateway: requests in flight at SIGTERM are answered, then it exits 0 and r
   const tenant = await newTenant(h);
   const gw = await spawnIntake('gateway', h.env);
   t.teardown(() => void gw.kill('SIGKILL'));
-  const { port } = new URL(gw.url);
-  // Each request has its headers and half its body on the wire when the signal arrives.
-  const started = Array.from({ length: 10 }, () => {
-    const body = Buffer.from(JSON.stringify(trackBody()));
-    const req = http.request({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: `/api/track/${tenant.slug}`,
-      headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'content-length': body.length },
-    });
-    // A dropped request resolves as 0, so the assertion below names it instead of an unhandled rejection.
-    const reply = new Promise<number>((resolve) => {
-      req.on('response', (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
-      req.on('error', () => resolve(0));
-    });
-    req.write(body.subarray(0, 20));
-    return { req, body, reply };
-  });
+  // Each request has its headers and part of its body on the wire when the signal arrives.
+  const started = halfSentTracks(gw.url, tenant.slug, tenant.key, 10);
   // The server must have read every request's headers, or a busy machine's SIGTERM finds idle connections.
   const allInFlight = async () => /^intake_http_requests_in_flight 10$/m.test((await request(gw.url, '/metrics', { method: 'GET' })).text);
   t.true(await eventually(allInFlight, { timeoutMs: 10_000, intervalMs: 50 }), 'all ten requests reached the gateway');
@@ -59,8 +38,11 @@ test('gateway: requests in flight at SIGTERM are answered, then it exits 0 and r
     { timeoutMs: 10_000, intervalMs: 50 },
   );
   t.true(refused, 'no new connections once draining');
-  for (const s of started) s.req.end(s.body.subarray(20));
-  t.deepEqual(await Promise.all(started.map((s) => s.reply)), Array(10).fill(202));
+  for (const s of started) s.finish();
+  t.deepEqual(
+    (await Promise.all(started.map((s) => s.reply))).map((r) => r.status),
+    Array(10).fill(202),
+  );
   t.is(await gw.exited, 0);
   t.regex(gw.output(), /"msg":"gateway stopped"/);
 });

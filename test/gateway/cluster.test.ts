@@ -6,7 +6,7 @@ import http from 'node:http';
 import test from 'ava';
 import { METRIC_NAMES } from '../../gateway/metrics/gateway-metrics.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { request, trackBody } from '../helpers/http.ts';
+import { halfSentTracks, request, trackBody } from '../helpers/http.ts';
 import { samples, series } from '../helpers/metrics.ts';
 import { spawnIntake, workerInProcess, type Child } from '../helpers/processes.ts';
 import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
@@ -155,28 +155,8 @@ test.serial('GET /metrics on either process adds up both: N requests raise the c
 test.serial('SIGTERM: requests in flight on both processes are answered, then every process stops and the command exits 0', async (t) => {
   const gateway = await startGateway(t);
   const tenant = await newTenant(h);
-  const { port } = new URL(gateway.url);
   // Each request has its headers and part of its body on the wire when the signal arrives.
-  const started = Array.from({ length: 10 }, () => {
-    const body = Buffer.from(JSON.stringify(trackBody()));
-    const req = http.request({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: `/api/track/${tenant.slug}`,
-      agent: false,
-      headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'content-length': body.length },
-    });
-    const reply = new Promise<{ status: number; requestId: string }>((resolve) => {
-      req.on('response', (res) => {
-        res.resume();
-        resolve({ status: res.statusCode ?? 0, requestId: String(res.headers['x-request-id'] ?? '') });
-      });
-      req.on('error', () => resolve({ status: 0, requestId: '' }));
-    });
-    req.write(body.subarray(0, 20));
-    return { req, body, reply };
-  });
+  const started = halfSentTracks(gateway.url, tenant.slug, tenant.key, 10);
   // The aggregate in-flight gauge is the sum over the processes.
   const inFlight = async () => samples((await once(gateway.url, '/metrics')).text).get(METRIC_NAMES.inFlight);
   t.is(await eventually(async () => (await inFlight()) === 10, { timeoutMs: 10_000, intervalMs: 50 }), true, 'all ten requests reached the gateway');
@@ -190,7 +170,7 @@ test.serial('SIGTERM: requests in flight on both processes are answered, then ev
     { timeoutMs: 10_000, intervalMs: 50 },
   );
   t.true(refused, 'no new connections once draining');
-  for (const s of started) s.req.end(s.body.subarray(20));
+  for (const s of started) s.finish();
   const replies = await Promise.all(started.map((s) => s.reply));
   t.deepEqual(
     replies.map((r) => r.status),

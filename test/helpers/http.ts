@@ -1,4 +1,5 @@
 // A fetch wrapper that never throws on 4xx/5xx and returns what tests assert on.
+import http from 'node:http';
 import { conform } from './api-conformance.ts';
 export interface Reply {
   status: number;
@@ -53,4 +54,39 @@ export function trackBody(overrides: Record<string, unknown> = {}): Record<strin
     timestamp: '2024-05-01T10:00:00Z',
     ...overrides,
   };
+}
+
+export interface HalfSent {
+  /** Sends the rest of the body. */
+  finish(): void;
+  /** The answer: status and X-Request-Id; status 0 when the connection dropped (so an assertion names it). */
+  reply: Promise<{ status: number; requestId: string }>;
+}
+
+/**
+ * `count` Track requests, each on its own connection with its headers and the first 20 bytes
+ * of its body on the wire: requests a gateway holds in flight (for drain tests).
+ */
+export function halfSentTracks(url: string, slug: string, key: string, count: number): HalfSent[] {
+  const { port } = new URL(url);
+  return Array.from({ length: count }, () => {
+    const body = Buffer.from(JSON.stringify(trackBody()));
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: `/api/track/${slug}`,
+      agent: false,
+      headers: { 'x-api-key': key, 'content-type': 'application/json', 'content-length': body.length },
+    });
+    const reply = new Promise<{ status: number; requestId: string }>((resolve) => {
+      req.on('response', (res) => {
+        res.resume();
+        resolve({ status: res.statusCode ?? 0, requestId: String(res.headers['x-request-id'] ?? '') });
+      });
+      req.on('error', () => resolve({ status: 0, requestId: '' }));
+    });
+    req.write(body.subarray(0, 20));
+    return { finish: () => req.end(body.subarray(20)), reply };
+  });
 }
