@@ -24,7 +24,8 @@ const table = `bench_client_cost_${randomBytes(3).toString('hex')}`;
 await pool.query(`CREATE TABLE ${table} (k text PRIMARY KEY, v text)`);
 
 const cases: Record<string, (i: number) => Promise<unknown>> = {
-  'read, Prisma $queryRaw': () => db.$queryRaw`SELECT p.id, p.fields, p.updated_at FROM profile_users u JOIN profiles p ON p.id = u.profile_id WHERE u.environment_id = ${envId}::uuid AND u.user_hash = ${hash} AND u.user_id = ${userKey}`,
+  'read, Prisma $queryRaw': () =>
+    db.$queryRaw`SELECT p.id, p.fields, p.updated_at FROM profile_users u JOIN profiles p ON p.id = u.profile_id WHERE u.environment_id = ${envId}::uuid AND u.user_hash = ${hash} AND u.user_id = ${userKey}`,
   'read, pg pool.query': () => pool.query(SQL, [envId, hash, userKey]),
   'write txn, Prisma $transaction': (i) =>
     db.$transaction(async (tx) => {
@@ -47,10 +48,16 @@ async function measure(name: string, work: (i: number) => Promise<unknown>, conc
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => { while (next < N) await work(next++); }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < N) await work(next++);
+    }),
+  );
   const wall = performance.now() - t0;
   const used = process.cpuUsage(cpu);
-  console.log(JSON.stringify({ case: name, concurrency, 'wall µs/op': Math.round((wall * 1000) / N), 'client CPU µs/op': Math.round((used.user + used.system) / N) }));
+  console.log(
+    JSON.stringify({ case: name, concurrency, 'wall µs/op': Math.round((wall * 1000) / N), 'client CPU µs/op': Math.round((used.user + used.system) / N) }),
+  );
 }
 
 for (const concurrency of [1, 16]) for (const [name, work] of Object.entries(cases)) await measure(name, work, concurrency);

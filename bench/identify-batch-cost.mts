@@ -22,7 +22,15 @@ const nextCall = () => {
   n++;
   const user = n % 10000;
   const traits = { name: `User ${user}`, plan: `p${n % 7}`, visits: n, email: `user${user}@shop.io` };
-  const input = { userId: `user-${user}`, traitsText: stringifyJson(traits), addressTraits: addressTraitsOf(traits), messageId: `${run}-${n}`, timestamp: null, timestampMs: Date.now(), consent: [] };
+  const input = {
+    userId: `user-${user}`,
+    traitsText: stringifyJson(traits),
+    addressTraits: addressTraitsOf(traits),
+    messageId: `${run}-${n}`,
+    timestamp: null,
+    timestampMs: Date.now(),
+    consent: [],
+  };
   return toIdentifyCall({ id: envId, features: [] }, input, Date.now());
 };
 for (const size of [1, 8, 24, 64]) {
@@ -33,6 +41,13 @@ for (const size of [1, 8, 24, 64]) {
   for (let i = 0; i < batches; i++) await applyIdentifyBatch(pool, Array.from({ length: size }, nextCall));
   const wall = performance.now() - t0;
   const used = process.cpuUsage(cpu);
-  console.log(JSON.stringify({ size, 'wall ms/batch': +(wall / batches).toFixed(2), 'wall µs/call': Math.round((wall * 1000) / batches / size), 'client CPU µs/call': Math.round((used.user + used.system) / batches / size) }));
+  console.log(
+    JSON.stringify({
+      size,
+      'wall ms/batch': +(wall / batches).toFixed(2),
+      'wall µs/call': Math.round((wall * 1000) / batches / size),
+      'client CPU µs/call': Math.round((used.user + used.system) / batches / size),
+    }),
+  );
 }
 await db.$disconnect();

@@ -11,7 +11,9 @@ import pg from 'pg';
 
 const port = Number(process.env.PORT ?? 3101);
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DATABASE_POOL_SIZE ?? 10) });
-await pool.query(`CREATE TABLE IF NOT EXISTS bench_reference_profiles (user_id text PRIMARY KEY, fields jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())`);
+await pool.query(
+  `CREATE TABLE IF NOT EXISTS bench_reference_profiles (user_id text PRIMARY KEY, fields jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())`,
+);
 
 const router = new Router();
 router.post('/api/identify/:orgSlug', async (ctx) => {

@@ -272,7 +272,8 @@ async function main() {
       start,
       stop,
       report,
-      identifiedUsers: async () => Number((await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM profile_users WHERE environment_id = ${env.id}::uuid`)[0].n),
+      identifiedUsers: async () =>
+        Number((await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM profile_users WHERE environment_id = ${env.id}::uuid`)[0].n),
     });
   }
 

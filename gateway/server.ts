@@ -50,9 +50,25 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
   // Reads hold a connection for one statement: up to the pool less what Identify's batches use
   // (at least two, so one slow read, say a connection attempt to a stalled server, does not
   // hold every other read for its whole timeout).
-  const profileReader = createProfileReader(poolOf(db), { maxBatch: 256, maxInFlight: Math.max(2, config.databasePoolSize - config.identifyBatchesInFlight - 1) });
+  const profileReader = createProfileReader(poolOf(db), {
+    maxBatch: 256,
+    maxInFlight: Math.max(2, config.databasePoolSize - config.identifyBatchesInFlight - 1),
+  });
   const scraped = deps.cluster ? deps.cluster.shareMetrics(registry) : registry;
-  const app = createApp({ config, db, redis, batcher, identifyBatcher, profileReader, authCache, metrics: scraped, overload: overload.middleware, observeRequest: metrics.observeRequest, log, json });
+  const app = createApp({
+    config,
+    db,
+    redis,
+    batcher,
+    identifyBatcher,
+    profileReader,
+    authCache,
+    metrics: scraped,
+    overload: overload.middleware,
+    observeRequest: metrics.observeRequest,
+    log,
+    json,
+  });
   // Node enforces the two timeouts below only when it sweeps connections (every 30 s by default),
   // which would let a stalled client hold its connection for up to 40 s instead of 10.
   const server = http.createServer({ connectionsCheckingInterval: 1000, maxHeaderSize: config.maxHeaderBytes }, app.callback());

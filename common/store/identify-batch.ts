@@ -214,16 +214,22 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
   const userList = [...byUser.values()];
 
   const claimTimeout = await boundStatement(client, sum(claims.map((m) => m.call.traitsText.length)));
-  const { rows } = await client.query<ClaimRow>(timed(claimTimeout, { name: 'identify-claim', text: CLAIM_SQL, values: [
-    claims.map((m) => m.call.envId),
-    claims.map((m) => m.hash),
-    claims.map((m) => m.call.messageKey),
-    claims.map((m) => m.call.userKey),
-    claims.map((m) => m.call.input.timestampMs),
-    claims.map((m) => m.call.traitsText),
-    userList.map((u) => u.call.envId),
-    userList.map((u) => u.hash),
-  ] }));
+  const { rows } = await client.query<ClaimRow>(
+    timed(claimTimeout, {
+      name: 'identify-claim',
+      text: CLAIM_SQL,
+      values: [
+        claims.map((m) => m.call.envId),
+        claims.map((m) => m.hash),
+        claims.map((m) => m.call.messageKey),
+        claims.map((m) => m.call.userKey),
+        claims.map((m) => m.call.input.timestampMs),
+        claims.map((m) => m.call.traitsText),
+        userList.map((u) => u.call.envId),
+        userList.map((u) => u.hash),
+      ],
+    }),
+  );
   const rowKey = (env: string, hash: string) => `${env}:${hash}`;
   const priorRows = new Map<string, ClaimRow>();
   const claimed = new Set<string>();
@@ -255,11 +261,15 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
   const emailEnvs = new Set<string>();
   for (const c of calls) {
     const email = joinEmailOf(c);
-    if (email) emails.add(email), emailEnvs.add(c.envId);
+    if (email) (emails.add(email), emailEnvs.add(c.envId));
   }
   const withClaims = calls.some((c) => c.input.consent.length > 0);
   const wanted = new Set(users.values());
-  const locked = await client.query<ProfileRow>({ name: `identify-profiles-${withClaims}`, text: PROFILES_SQL(withClaims), values: [[...wanted], [...emails], [...emailEnvs]] });
+  const locked = await client.query<ProfileRow>({
+    name: `identify-profiles-${withClaims}`,
+    text: PROFILES_SQL(withClaims),
+    values: [[...wanted], [...emails], [...emailEnvs]],
+  });
   const profiles = new Map<string, StoredProfile>();
   for (const r of locked.rows) profiles.set(r.id, toStored(r));
   // A profile a user pointed at was joined into another (and deleted) before we locked it.
@@ -373,44 +383,50 @@ async function write(client: pg.PoolClient, plan: Plan): Promise<void> {
   const d = plan.decisions;
   const carried = sum(plan.profiles.map((p) => p.fields.length + p.times.length)) + sum(plan.outbox.map((o) => o.payload.length));
   const timeout = await boundStatement(client, carried);
-  await client.query(timed(timeout, { name: 'identify-write', text: WRITE_SQL, values: [
-    created.map((p) => p.id),
-    created.map((p) => p.envId),
-    created.map((p) => p.fields),
-    created.map((p) => p.times),
-    created.map((p) => iso(p.updatedAt)),
-    created.map((p) => p.email),
-    created.map((p) => iso(p.createdAt)),
-    updated.map((p) => p.id),
-    updated.map((p) => p.fields),
-    updated.map((p) => p.times),
-    updated.map((p) => iso(p.updatedAt)),
-    updated.map((p) => p.email),
-    plan.users.map((u) => u.envId),
-    plan.users.map((u) => u.userKey),
-    plan.users.map((u) => hex(u.userKey)),
-    plan.users.map((u) => u.profileId),
-    plan.moved.map((m) => m.from),
-    plan.moved.map((m) => m.to),
-    plan.claims.map((c) => c.profileId),
-    plan.claims.map((c) => c.channel),
-    plan.claims.map((c) => toPgText(c.value)),
-    plan.claims.map((c) => String(c.at)),
-    d.map((r) => r.envId),
-    d.map((r) => r.decision.channel),
-    d.map((r) => r.decision.purpose),
-    d.map((r) => toPgText(r.address)),
-    d.map((r) => hex(toPgText(r.address))),
-    d.map((r) => r.decision.status),
-    d.map((r) => r.decision.basis),
-    d.map((r) => toPgText(r.decision.source)),
-    d.map((r) => (r.decision.proofRef === null ? null : toPgText(r.decision.proofRef))),
-    d.map((r) => String(r.decision.decidedAt)),
-    d.map((r) => (r.decision.expiresAt === null ? null : String(r.decision.expiresAt))),
-    plan.outbox.map((o) => o.envId),
-    plan.outbox.map((o) => o.kind),
-    plan.outbox.map((o) => o.payload),
-  ] }));
+  await client.query(
+    timed(timeout, {
+      name: 'identify-write',
+      text: WRITE_SQL,
+      values: [
+        created.map((p) => p.id),
+        created.map((p) => p.envId),
+        created.map((p) => p.fields),
+        created.map((p) => p.times),
+        created.map((p) => iso(p.updatedAt)),
+        created.map((p) => p.email),
+        created.map((p) => iso(p.createdAt)),
+        updated.map((p) => p.id),
+        updated.map((p) => p.fields),
+        updated.map((p) => p.times),
+        updated.map((p) => iso(p.updatedAt)),
+        updated.map((p) => p.email),
+        plan.users.map((u) => u.envId),
+        plan.users.map((u) => u.userKey),
+        plan.users.map((u) => hex(u.userKey)),
+        plan.users.map((u) => u.profileId),
+        plan.moved.map((m) => m.from),
+        plan.moved.map((m) => m.to),
+        plan.claims.map((c) => c.profileId),
+        plan.claims.map((c) => c.channel),
+        plan.claims.map((c) => toPgText(c.value)),
+        plan.claims.map((c) => String(c.at)),
+        d.map((r) => r.envId),
+        d.map((r) => r.decision.channel),
+        d.map((r) => r.decision.purpose),
+        d.map((r) => toPgText(r.address)),
+        d.map((r) => hex(toPgText(r.address))),
+        d.map((r) => r.decision.status),
+        d.map((r) => r.decision.basis),
+        d.map((r) => toPgText(r.decision.source)),
+        d.map((r) => (r.decision.proofRef === null ? null : toPgText(r.decision.proofRef))),
+        d.map((r) => String(r.decision.decidedAt)),
+        d.map((r) => (r.decision.expiresAt === null ? null : String(r.decision.expiresAt))),
+        plan.outbox.map((o) => o.envId),
+        plan.outbox.map((o) => o.kind),
+        plan.outbox.map((o) => o.payload),
+      ],
+    }),
+  );
   if (plan.moved.length) await client.query('DELETE FROM profiles WHERE id = ANY($1::uuid[])', [plan.moved.map((m) => m.from)]);
 }
 

@@ -156,7 +156,11 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
     // The traits are parsed here, once per call (validation kept them as text: json-pool.ts).
     const traits = JSON.parse(call.traitsText) as Record<string, unknown>;
     if (prior) {
-      const same = prior.messageKey === call.messageKey && prior.userKey === call.userKey && prior.timestampMs === input.timestampMs && (prior.traitsText === call.traitsText || jsonEqual(JSON.parse(prior.traitsText), traits));
+      const same =
+        prior.messageKey === call.messageKey &&
+        prior.userKey === call.userKey &&
+        prior.timestampMs === input.timestampMs &&
+        (prior.traitsText === call.traitsText || jsonEqual(JSON.parse(prior.traitsText), traits));
       plan.verdicts.push(same ? 'duplicate' : 'conflict');
       continue;
     }
@@ -179,7 +183,17 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
       }
     }
     if (!profile) {
-      profile = { id: newId(), envId: call.envId, state: { fields: {}, times: {}, updatedAt: call.callTime }, email: null, createdAt: now, claims: [], isNew: true, dirty: true, into: null };
+      profile = {
+        id: newId(),
+        envId: call.envId,
+        state: { fields: {}, times: {}, updatedAt: call.callTime },
+        email: null,
+        createdAt: now,
+        claims: [],
+        isNew: true,
+        dirty: true,
+        into: null,
+      };
       profiles.set(profile.id, profile);
       users.set(uref, profile.id);
       newUsers.set(uref, { envId: call.envId, userKey: call.userKey, profileId: profile.id });
@@ -213,7 +227,17 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
       decisionWrites.set(key, { envId: call.envId, decision: c.decision, address: c.address });
       if (!existing || existing.status !== c.decision.status || existing.expiresAt !== c.decision.expiresAt) {
         const { channel, purpose, status, decidedAt, expiresAt } = c.decision;
-        const payload = { userId: input.userId, profileId: profile.id, messageId: call.messageId, channel, purpose, address: c.address, status, decidedAt, expiresAt };
+        const payload = {
+          userId: input.userId,
+          profileId: profile.id,
+          messageId: call.messageId,
+          channel,
+          purpose,
+          address: c.address,
+          status,
+          decidedAt,
+          expiresAt,
+        };
         plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.subscriptionChanged, payload: stringifyJson(payload) });
       }
     }
@@ -230,7 +254,16 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
       if (!p.isNew) plan.moved.push({ from: p.id, to: final(p.id) });
     } else if (p.dirty) {
       const { fields, times, updatedAt } = p.state;
-      plan.profiles.push({ id: p.id, envId: p.envId, fields: stringifyJson(fields), times: JSON.stringify(times), updatedAt, email: p.email, createdAt: p.createdAt, isNew: p.isNew });
+      plan.profiles.push({
+        id: p.id,
+        envId: p.envId,
+        fields: stringifyJson(fields),
+        times: JSON.stringify(times),
+        updatedAt,
+        email: p.email,
+        createdAt: p.createdAt,
+        isNew: p.isNew,
+      });
     }
   }
   for (const u of newUsers.values()) plan.users.push({ ...u, profileId: final(u.profileId) });

@@ -70,13 +70,17 @@ test('identifiers of any length and content: no 500, every 202 stored, every Ide
         // `\udXXX`, and the measure counts the JSON text encoded again): then 413 is the contract's answer.
         const measured = Buffer.byteLength(JSON.stringify(JSON.stringify(body)));
         if (tracked.status === 202) accepted.push({ messageId: body.messageId as string, body });
-        else if (tracked.status !== 413 || measured <= 1_000_000) throw new Error(`Track answered ${tracked.status} ${tracked.text} (measured ~${measured} bytes)`);
+        else if (tracked.status !== 413 || measured <= 1_000_000)
+          throw new Error(`Track answered ${tracked.status} ${tracked.text} (measured ~${measured} bytes)`);
 
         const identified = await post('identify', {
           userId: ids.userId,
           messageId: ids.messageId,
           traits: { email: ids.email, phone: ids.phone, n: accepted.length },
-          consent: [{ channel: 'email', status: 'granted' }, { channel: 'sms', status: 'withdrawn' }],
+          consent: [
+            { channel: 'email', status: 'granted' },
+            { channel: 'sms', status: 'withdrawn' },
+          ],
         });
         // The same messageId with other traits (an earlier run shrank to it) is the contract's 409.
         if (identified.status !== 200 && identified.status !== 409) throw new Error(`Identify answered ${identified.status} ${identified.text}`);

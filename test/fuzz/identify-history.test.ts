@@ -63,8 +63,14 @@ function callSpec(user: number): fc.Arbitrary<CallSpec> {
     { requiredKeys: [] },
   );
   const decision = (channel: 'email' | 'sms') =>
-    fc.record({ channel: fc.constant(channel), status: fc.constantFrom('granted', 'withdrawn', 'unknown' as const), consentedAt: fc.option(time, { nil: null }) });
-  const consent = fc.tuple(fc.option(decision('email'), { nil: null }), fc.option(decision('sms'), { nil: null })).map((ds) => ds.filter((d): d is Decided => d !== null));
+    fc.record({
+      channel: fc.constant(channel),
+      status: fc.constantFrom('granted', 'withdrawn', 'unknown' as const),
+      consentedAt: fc.option(time, { nil: null }),
+    });
+  const consent = fc
+    .tuple(fc.option(decision('email'), { nil: null }), fc.option(decision('sms'), { nil: null }))
+    .map((ds) => ds.filter((d): d is Decided => d !== null));
   return fc.record({
     gateway: fc.integer({ min: 0, max: 1 }),
     time,
@@ -95,7 +101,10 @@ function bodiesOf(run: string, user: number, specs: CallSpec[]): { gateway: numb
       const earlier = out[s.reuse.of % i].body;
       body = s.reuse.same ? { ...earlier } : { ...body, messageId: earlier.messageId };
     }
-    if (s.consent.length) body.consent = s.consent.map((d) => ({ channel: d.channel, status: d.status, ...(d.consentedAt === null ? {} : { consentedAt: d.consentedAt }) }) as never);
+    if (s.consent.length)
+      body.consent = s.consent.map(
+        (d) => ({ channel: d.channel, status: d.status, ...(d.consentedAt === null ? {} : { consentedAt: d.consentedAt }) }) as never,
+      );
     else delete body.consent;
     out.push({ gateway: s.gateway, body });
   });
@@ -124,7 +133,16 @@ function expected(bodies: Body[], now: number) {
     if (Object.hasOwn(body.traits, 'email')) claims.push({ channel: 'email', value: normalizeAddress('email', body.traits.email) ?? '', at: callTime });
     if (Object.hasOwn(body.traits, 'phone')) claims.push({ channel: 'sms', value: normalizeAddress('sms', body.traits.phone) ?? '', at: callTime });
     for (const raw of body.consent ?? []) {
-      const input: ConsentDecisionInput = { channel: raw.channel, status: raw.status, purpose: 'marketing', basis: null, source: 'api', consentedAt: raw.consentedAt ?? null, proofRef: null, expiresAt: null };
+      const input: ConsentDecisionInput = {
+        channel: raw.channel,
+        status: raw.status,
+        purpose: 'marketing',
+        basis: null,
+        source: 'api',
+        consentedAt: raw.consentedAt ?? null,
+        proofRef: null,
+        expiresAt: null,
+      };
       const d = toDecision(input, callTime, now);
       const address =
         addressFromTraits(d.channel, body.traits) ??
@@ -161,17 +179,27 @@ test('random histories through two gateways end as the rules applied in arrival 
         }),
       );
       const stored = await h.db.consentDecision.findMany({ where: { environmentId: tenant.environmentId } });
-      const storedDecisions = new Map(stored.map((d) => [`${d.channel}:${d.address}`, { status: d.status, decidedAt: Number(d.decidedAt), expiresAt: d.expiresAt === null ? null : Number(d.expiresAt) }]));
+      const storedDecisions = new Map(
+        stored.map((d) => [
+          `${d.channel}:${d.address}`,
+          { status: d.status, decidedAt: Number(d.decidedAt), expiresAt: d.expiresAt === null ? null : Number(d.expiresAt) },
+        ]),
+      );
       const wantDecisions = new Map<string, unknown>();
       for (let u = 0; u < USERS; u++) {
         const bodies = perUser[u].map((c) => c.body);
         const want = expected(bodies, Date.now());
         const got = replies[u].map((r) => (r.status === 200 ? { status: 200, duplicate: r.json.duplicate } : { status: r.status }));
-        if (!jsonEqual(got, want.answers)) throw new Error(`answers of user ${u}: ${JSON.stringify(got)} != ${JSON.stringify(want.answers)}\n${JSON.stringify(bodies)}`);
-        const profile = await request(children[u % 2].url, `/api/profiles/${tenant.slug}/${encodeURIComponent(bodies[0].userId)}`, { method: 'GET', headers: { 'x-api-key': tenant.key } });
+        if (!jsonEqual(got, want.answers))
+          throw new Error(`answers of user ${u}: ${JSON.stringify(got)} != ${JSON.stringify(want.answers)}\n${JSON.stringify(bodies)}`);
+        const profile = await request(children[u % 2].url, `/api/profiles/${tenant.slug}/${encodeURIComponent(bodies[0].userId)}`, {
+          method: 'GET',
+          headers: { 'x-api-key': tenant.key },
+        });
         const gotProfile = profile.status === 200 ? { fields: profile.json.fields, updatedAt: profile.json.updated_at } : null;
         const wantProfile = want.profile && { fields: want.profile.fields, updatedAt: want.profile.updatedAt };
-        if (!jsonEqual(gotProfile, wantProfile)) throw new Error(`profile of user ${u}: ${JSON.stringify(gotProfile)} != ${JSON.stringify(wantProfile)}\n${JSON.stringify(bodies)}`);
+        if (!jsonEqual(gotProfile, wantProfile))
+          throw new Error(`profile of user ${u}: ${JSON.stringify(gotProfile)} != ${JSON.stringify(wantProfile)}\n${JSON.stringify(bodies)}`);
         for (const [key, d] of want.decisions) wantDecisions.set(key, { status: d.status, decidedAt: d.decidedAt, expiresAt: d.expiresAt });
       }
       const sorted = (m: Map<string, unknown>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : 1));

@@ -35,7 +35,16 @@ test.after.always(() => h?.close());
 const BASE = Date.parse('2024-05-01T10:00:00.000Z');
 
 function input(userId: string, traits: Record<string, unknown>, extra: Partial<IdentifyInput> = {}): IdentifyInput {
-  return { userId, traitsText: stringifyJson(traits), addressTraits: addressTraitsOf(traits), messageId: null, timestamp: null, timestampMs: null, consent: [], ...extra };
+  return {
+    userId,
+    traitsText: stringifyJson(traits),
+    addressTraits: addressTraitsOf(traits),
+    messageId: null,
+    timestamp: null,
+    timestampMs: null,
+    consent: [],
+    ...extra,
+  };
 }
 
 function call(tenant: Tenant, i: IdentifyInput, features: string[] = []): IdentifyCall {
@@ -53,7 +62,15 @@ async function profileOf(tenant: Tenant, userId: string) {
     [tenant.environmentId, userId],
   );
   const r = rows[0];
-  return r && { id: r.id as string, fields: JSON.parse(r.fields), times: JSON.parse(r.trait_times), updatedAt: (r.updated_at as Date).getTime(), xmin: r.xmin as string };
+  return (
+    r && {
+      id: r.id as string,
+      fields: JSON.parse(r.fields),
+      times: JSON.parse(r.trait_times),
+      updatedAt: (r.updated_at as Date).getTime(),
+      xmin: r.xmin as string,
+    }
+  );
 }
 
 test('calls for one user inside one batch apply in arrival order; on equal times the later arrival wins', async (t) => {
@@ -88,7 +105,10 @@ test('duplicate retry and conflicting reuse of a messageId inside one batch', as
   t.deepEqual((await profileOf(tenant, 'u1')).fields, { plan: 'pro' });
   t.is(await profileOf(tenant, 'u2'), undefined, 'a conflicting call creates nothing');
   // Later batches weigh the stored claim the same way.
-  t.deepEqual(await applyIdentifyBatch(poolOf(h.db), [call(tenant, same), call(tenant, input('u1', { plan: 'x' }, { messageId: 'm-1' }))]), ['duplicate', 'conflict']);
+  t.deepEqual(await applyIdentifyBatch(poolOf(h.db), [call(tenant, same), call(tenant, input('u1', { plan: 'x' }, { messageId: 'm-1' }))]), [
+    'duplicate',
+    'conflict',
+  ]);
 });
 
 test('a traits-only, a consent-only and a join-by-email call take one path: one batch, one transaction', async (t) => {
@@ -143,7 +163,10 @@ test('through the gateway: 50 calls at once, one refused: it answers 500 alone, 
   t.teardown(() => gateway.close());
   const replies = await Promise.all(
     Array.from({ length: 50 }, (_, i) =>
-      request(gateway.url, `/api/identify/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: { userId: `g-${i}`, traits: { n: i, mark: i === 31 ? POISON : 'ok' } } }),
+      request(gateway.url, `/api/identify/${tenant.slug}`, {
+        headers: { 'x-api-key': tenant.key },
+        body: { userId: `g-${i}`, traits: { n: i, mark: i === 31 ? POISON : 'ok' } },
+      }),
     ),
   );
   replies.forEach((r, i) => t.is(r.status, i === 31 ? 500 : 200, `call ${i}: ${r.text}`));

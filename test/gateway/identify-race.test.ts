@@ -304,7 +304,12 @@ test('two gateways racing batches over the same users in opposite orders: no 500
   for (let round = 0; round < 4; round++) {
     const T = BASE + round * 1000;
     // Gateway 0 gets the users in order, gateway 1 in reverse, at once: their batches lock overlapping users.
-    const body = (u: string, g: number) => ({ userId: u, timestamp: iso(T), traits: { [`g${g}r${round}`]: true, email: `${u}@example.com` }, consent: [{ channel: 'email', status: 'granted' }] });
+    const body = (u: string, g: number) => ({
+      userId: u,
+      timestamp: iso(T),
+      traits: { [`g${g}r${round}`]: true, email: `${u}@example.com` },
+      consent: [{ channel: 'email', status: 'granted' }],
+    });
     const replies = await Promise.all([
       ...users.map((u) => identify(0, tenant, body(u, 0))),
       ...[...users].reverse().map((u) => identify(1, tenant, body(u, 1))),

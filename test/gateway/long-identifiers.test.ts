@@ -41,7 +41,11 @@ const post = (tenant: Tenant, api: 'track' | 'identify', body: unknown): Promise
   request(gateway.url, `/api/${api}/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body, timeoutMs: 30_000 });
 
 const readProfile = (tenant: Tenant, userId: string) =>
-  request(gateway.url, `/api/profiles/${tenant.slug}/${encodeURIComponent(userId)}`, { method: 'GET', headers: { 'x-api-key': tenant.key }, timeoutMs: 30_000 });
+  request(gateway.url, `/api/profiles/${tenant.slug}/${encodeURIComponent(userId)}`, {
+    method: 'GET',
+    headers: { 'x-api-key': tenant.key },
+    timeoutMs: 30_000,
+  });
 
 const storedEvent = (tenant: Tenant, messageId: string) =>
   eventually(

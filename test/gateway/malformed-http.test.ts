@@ -54,12 +54,7 @@ function parseAnswer(received: string) {
 
 const slug = () => tenant.slug;
 const CASES: [string, () => string, number, string][] = [
-  [
-    'a bad chunk size',
-    () => `POST /api/track/${slug()} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
-    400,
-    'Bad request',
-  ],
+  ['a bad chunk size', () => `POST /api/track/${slug()} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, 400, 'Bad request'],
   [
     'Transfer-Encoding together with Content-Length',
     () => `POST /api/track/${slug()} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 7\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
@@ -73,7 +68,12 @@ const CASES: [string, () => string, number, string][] = [
     431,
     'Request header fields too large',
   ],
-  ['a URL past HTTP_MAX_HEADER_BYTES', () => `GET /api/profiles/${slug()}/${'u'.repeat(1_100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, 'Request header fields too large'],
+  [
+    'a URL past HTTP_MAX_HEADER_BYTES',
+    () => `GET /api/profiles/${slug()}/${'u'.repeat(1_100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    431,
+    'Request header fields too large',
+  ],
 ];
 
 async function answersJsonAndCloses(t: ExecutionContext, url: string, what: string, bytes: string, status: number, error: string) {

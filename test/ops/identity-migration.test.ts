@@ -28,7 +28,10 @@ test('the identity-hash migration keys existing rows as new rows are keyed', asy
     await admin.end();
   });
 
-  const dirs = (await readdir(migrationsDir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const dirs = (await readdir(migrationsDir, { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
   const sql = (dir: string) => readFile(path.join(migrationsDir, dir, 'migration.sql'), 'utf8');
   for (const dir of dirs.filter((d) => d < MIGRATION)) await db.query(await sql(dir));
 

@@ -52,10 +52,9 @@ test('key create prints the key once; the database holds only its SHA-256 and su
   await scan.connect();
   try {
     for (const { table_name, column_name } of columns) {
-      const hits = await scan.query<{ n: string }>(
-        `SELECT count(*) AS n FROM (SELECT 1 FROM "${table_name}" WHERE "${column_name}"::text LIKE $1 LIMIT 1) s`,
-        [needle],
-      );
+      const hits = await scan.query<{ n: string }>(`SELECT count(*) AS n FROM (SELECT 1 FROM "${table_name}" WHERE "${column_name}"::text LIKE $1 LIMIT 1) s`, [
+        needle,
+      ]);
       t.is(Number(hits.rows[0].n), 0, `${table_name}.${column_name} holds the key`);
     }
   } finally {

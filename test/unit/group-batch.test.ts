@@ -18,7 +18,10 @@ test('items of one turn go together; while the in-flight bound is reached later 
   const group = createGroupBatch(run, { maxBatch: 100, maxInFlight: 1 });
   const first = [1, 2, 3].map((i) => group.add(i));
   await turn();
-  t.deepEqual(batches.map((b) => b.items), [[1, 2, 3]]);
+  t.deepEqual(
+    batches.map((b) => b.items),
+    [[1, 2, 3]],
+  );
   const later = [4, 5].map((i) => group.add(i));
   await turn();
   await turn();
@@ -37,11 +40,20 @@ test('maxBatch bounds a batch; a per-item Error rejects that item alone; a faile
   const group = createGroupBatch(run, { maxBatch: 2, maxInFlight: 2 });
   const adds = [1, 2, 3, 4, 5].map((i) => group.add(i));
   await turn();
-  t.deepEqual(batches.map((b) => b.items), [[1, 2], [3, 4]]);
+  t.deepEqual(
+    batches.map((b) => b.items),
+    [
+      [1, 2],
+      [3, 4],
+    ],
+  );
   batches[0].finish([10, new Error('refused')]);
   batches[1].fail(new Error('connection lost'));
   const settled = await Promise.allSettled(adds.slice(0, 4));
-  t.deepEqual(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message)), [10, 'refused', 'connection lost', 'connection lost']);
+  t.deepEqual(
+    settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message)),
+    [10, 'refused', 'connection lost', 'connection lost'],
+  );
   await turn();
   t.deepEqual(batches[2].items, [5]);
   batches[2].finish();

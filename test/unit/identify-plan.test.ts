@@ -7,7 +7,16 @@ const ENV = '00000000-0000-0000-0000-00000000000e';
 const T = Date.parse('2024-05-01T10:00:00Z');
 
 function call(userId: string, traits: Record<string, unknown>, extra: Partial<IdentifyInput> = {}, features: string[] = []) {
-  const input: IdentifyInput = { userId, traitsText: stringifyJson(traits), addressTraits: addressTraitsOf(traits), messageId: null, timestamp: null, timestampMs: T, consent: [], ...extra };
+  const input: IdentifyInput = {
+    userId,
+    traitsText: stringifyJson(traits),
+    addressTraits: addressTraitsOf(traits),
+    messageId: null,
+    timestamp: null,
+    timestampMs: T,
+    consent: [],
+    ...extra,
+  };
   return toIdentifyCall({ id: ENV, features }, input, T);
 }
 
@@ -21,32 +30,63 @@ test('a batch applies its calls in arrival order: one profile per new user, late
   t.is(plan.profiles.length, 2);
   t.true(plan.profiles.every((p) => p.isNew));
   t.deepEqual(JSON.parse(plan.profiles[0].fields), { x: 2, y: true });
-  t.deepEqual(plan.users.map((u) => u.userKey), ['a', 'b']);
+  t.deepEqual(
+    plan.users.map((u) => u.userKey),
+    ['a', 'b'],
+  );
   t.is(plan.outbox.length, 3, 'the last call changes nothing');
 });
 
 test('a messageId seen earlier in the batch: the same call is a duplicate, anything else a conflict; neither writes', (t) => {
   const first = call('a', { x: 1 }, { messageId: 'm' });
-  const plan = planBatch([first, call('a', { x: 1 }, { messageId: 'm' }), call('a', { x: 9 }, { messageId: 'm' }), call('b', { x: 1 }, { messageId: 'm' })], empty(), T, newId);
+  const plan = planBatch(
+    [first, call('a', { x: 1 }, { messageId: 'm' }), call('a', { x: 9 }, { messageId: 'm' }), call('b', { x: 1 }, { messageId: 'm' })],
+    empty(),
+    T,
+    newId,
+  );
   t.deepEqual(plan.verdicts, ['applied', 'duplicate', 'conflict', 'conflict']);
   t.deepEqual(JSON.parse(plan.profiles[0].fields), { x: 1 });
   t.is(plan.users.length, 1);
 });
 
-test('join by email inside one batch: the second user joins the first one\'s new profile', (t) => {
+test("join by email inside one batch: the second user joins the first one's new profile", (t) => {
   const features = ['join-by-email'];
-  const plan = planBatch([call('a', { email: 'x@example.com', n: 1 }, {}, features), call('b', { email: 'X@example.com ', m: 2 }, {}, features)], empty(), T, newId);
+  const plan = planBatch(
+    [call('a', { email: 'x@example.com', n: 1 }, {}, features), call('b', { email: 'X@example.com ', m: 2 }, {}, features)],
+    empty(),
+    T,
+    newId,
+  );
   t.is(plan.profiles.length, 1);
-  t.deepEqual(plan.users.map((u) => u.profileId), [plan.profiles[0].id, plan.profiles[0].id]);
+  t.deepEqual(
+    plan.users.map((u) => u.profileId),
+    [plan.profiles[0].id, plan.profiles[0].id],
+  );
   t.deepEqual(JSON.parse(plan.profiles[0].fields), { email: 'X@example.com ', n: 1, m: 2 });
 });
 
 test('consent: an address sent by an earlier call of the batch is the one a later consent-only call decides on', (t) => {
-  const grant: ConsentDecisionInput = { channel: 'email', status: 'granted', purpose: 'marketing', basis: null, source: 'api', consentedAt: null, proofRef: null, expiresAt: null };
+  const grant: ConsentDecisionInput = {
+    channel: 'email',
+    status: 'granted',
+    purpose: 'marketing',
+    basis: null,
+    source: 'api',
+    consentedAt: null,
+    proofRef: null,
+    expiresAt: null,
+  };
   const snapshot = { ...empty(), decisions: null };
   const plan = planBatch([call('a', { email: 'A@Example.com' }), call('a', {}, { consent: [grant] })], snapshot, T, newId);
-  t.deepEqual([...plan.consentKeys.values()].map((k) => k.address), ['a@example.com']);
+  t.deepEqual(
+    [...plan.consentKeys.values()].map((k) => k.address),
+    ['a@example.com'],
+  );
   t.is(plan.decisions.length, 1);
   t.is(plan.decisions[0].decision.status, 'granted');
-  t.deepEqual(plan.outbox.map((o) => o.kind), ['profile_fields_changed', 'subscription_changed']);
+  t.deepEqual(
+    plan.outbox.map((o) => o.kind),
+    ['profile_fields_changed', 'subscription_changed'],
+  );
 });

@@ -81,7 +81,11 @@ test('work inside an Identify transaction goes before bodies waiting to be decod
   const finished: string[] = [];
   const decodes = [1, 2, 3].map((i) => pool.run('decodeIdentify', body, 0).then(() => finished.push(`decode ${i}`)));
   const traitsText = `{"a":"${'x'.repeat(2000)}"}`;
-  const call = toIdentifyCall({ id: 'env', features: [] }, { userId: 'u', traitsText, addressTraits: {}, messageId: 'm', timestamp: null, timestampMs: 1, consent: [] }, 1);
+  const call = toIdentifyCall(
+    { id: 'env', features: [] },
+    { userId: 'u', traitsText, addressTraits: {}, messageId: 'm', timestamp: null, timestampMs: 1, consent: [] },
+    1,
+  );
   const snapshot = { users: new Map(), profiles: new Map(), priors: new Map(), decisions: new Map() };
   const merge = pool.runFor([traitsText], 'planIdentifyBatch', [call], snapshot, 1).then(() => finished.push('merge'));
   await Promise.all([...decodes, merge]);
