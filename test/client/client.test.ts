@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import { createClient, IntakeApiError, type ClientOptions, type RetryInfo } from '../../clients/typescript/src/index.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request } from '../helpers/http.ts';
-import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
+import { gatewayInProcess, harnessWithGateway, type InProcessGateway, workerInProcess } from '../helpers/processes.ts';
 import { startFreezableProxy, startProxy } from '../helpers/proxy.ts';
 import { newEnvironment, newTenant, openHarness, TEST_DATABASE_URL, TEST_REDIS_URL, type Harness } from '../helpers/services.ts';
 
@@ -14,15 +14,8 @@ const REDIS_PORT = Number(new URL(TEST_REDIS_URL).port || 6379);
 const PG_PORT = Number(new URL(TEST_DATABASE_URL).port || 5432);
 
 let h: Harness;
-let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
-test.before(async () => {
-  h = await openHarness();
-  gateway = await gatewayInProcess(h);
-});
-test.after.always(async () => {
-  await gateway?.close();
-  await h?.close();
-});
+let gateway: InProcessGateway;
+harnessWithGateway(test, (...opened) => ([h, gateway] = opened));
 
 /** A client whose retries are recorded; fast backoff so the tests stay short. */
 function client(t: ExecutionContext, options: Partial<ClientOptions> & Pick<ClientOptions, 'orgSlug' | 'apiKey'>) {

@@ -14,21 +14,13 @@ import { generateApiKey } from '../../common/domain/api-key.ts';
 import { applyIdentify } from '../../common/store/profiles.ts';
 import { MESSAGES } from '../../gateway/errors.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
-import { gatewayInProcess, spawnIntake } from '../helpers/processes.ts';
-import { newEnvironment, newTenant, openHarness, type Harness } from '../helpers/services.ts';
+import { harnessWithGateway, type InProcessGateway, spawnIntake } from '../helpers/processes.ts';
+import { newEnvironment, newTenant, type Harness } from '../helpers/services.ts';
 
 let h: Harness;
-let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
+let gateway: InProcessGateway;
 
-test.before(async () => {
-  h = await openHarness();
-  gateway = await gatewayInProcess(h);
-});
-
-test.after.always(async () => {
-  await gateway?.close();
-  await h?.close();
-});
+harnessWithGateway(test, (...opened) => ([h, gateway] = opened));
 
 // The suite runs three times (about 170 tests); see limitConcurrency.
 limitConcurrency(test, 12);

@@ -8,23 +8,15 @@ import { consentGet } from '../../cli/commands/consent.ts';
 import { orgFeatures } from '../../cli/commands/org.ts';
 import type { Issue } from '../../common/validation/issues.ts';
 import { request, type Reply } from '../helpers/http.ts';
-import { gatewayInProcess } from '../helpers/processes.ts';
-import { newEnvironment, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
+import { newEnvironment, newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
-let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
+let gateway: InProcessGateway;
 
 limitConcurrency(test, 12);
 
-test.before(async () => {
-  h = await openHarness();
-  gateway = await gatewayInProcess(h);
-});
-
-test.after.always(async () => {
-  await gateway?.close();
-  await h?.close();
-});
+harnessWithGateway(test, (...opened) => ([h, gateway] = opened));
 
 // The spec's wording, written out here rather than taken from the product's constants.
 const M = {

@@ -7,21 +7,16 @@ import { createDb } from '../../common/db.ts';
 import { createLogger } from '../../common/logger.ts';
 import { startDashboard } from '../../gateway/dashboard.ts';
 import { request, trackBody } from '../helpers/http.ts';
-import { gatewayInProcess } from '../helpers/processes.ts';
-import { newTenant, openHarness, testConfig, testEnv, type Harness, type Tenant } from '../helpers/services.ts';
+import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
+import { newTenant, testConfig, testEnv, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
-let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
+let gateway: InProcessGateway;
 let tenant: Tenant;
 
-test.before(async () => {
-  h = await openHarness();
-  gateway = await gatewayInProcess(h);
+harnessWithGateway(test, async (...opened) => {
+  [h, gateway] = opened;
   tenant = await newTenant(h);
-});
-test.after.always(async () => {
-  await gateway?.close();
-  await h?.close();
 });
 
 interface Exchange {

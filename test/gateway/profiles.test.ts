@@ -4,26 +4,18 @@ import test from 'ava';
 import { limitConcurrency } from '../helpers/throttle.ts';
 import type { ExecutionContext } from 'ava';
 import { request, type Reply } from '../helpers/http.ts';
-import { gatewayInProcess } from '../helpers/processes.ts';
-import { newEnvironment, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
+import { newEnvironment, newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 
 // The spec's plain-text body for an unmatched path or method.
 const NOT_FOUND_TEXT = '404 Not Found';
 
 let h: Harness;
-let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
+let gateway: InProcessGateway;
 
 limitConcurrency(test, 12);
 
-test.before(async () => {
-  h = await openHarness();
-  gateway = await gatewayInProcess(h);
-});
-
-test.after.always(async () => {
-  await gateway?.close();
-  await h?.close();
-});
+harnessWithGateway(test, (...opened) => ([h, gateway] = opened));
 
 /** Where a call goes: a path value and the headers that select its environment. */
 interface Target {

@@ -7,21 +7,13 @@ import { MESSAGES, NOT_FOUND_TEXT } from '../../gateway/errors.ts';
 import { TRACK_MESSAGES } from '../../common/validation/track.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
-import { gatewayInProcess } from '../helpers/processes.ts';
-import { newTenant, openHarness, type Harness } from '../helpers/services.ts';
+import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
+import { newTenant, type Harness } from '../helpers/services.ts';
 
 let h: Harness;
-let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
+let gateway: InProcessGateway;
 
-test.before(async () => {
-  h = await openHarness();
-  gateway = await gatewayInProcess(h);
-});
-
-test.after.always(async () => {
-  await gateway?.close();
-  await h?.close();
-});
+harnessWithGateway(test, (...opened) => ([h, gateway] = opened));
 
 function assertPlainNotFound(t: ExecutionContext, reply: Reply): void {
   t.is(reply.status, 404);

@@ -9,7 +9,8 @@ import { pino } from 'pino';
 import { createLogger, type Logger } from '../../common/logger.ts';
 import { startGateway } from '../../gateway/server.ts';
 import { startWorkers } from '../../workers/main.ts';
-import type { Harness } from './services.ts';
+import type { TestFn } from 'ava';
+import { openHarness, type Harness } from './services.ts';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/intake.js');
 
@@ -28,6 +29,26 @@ export async function gatewayInProcess(h: Harness, options: { ownPool?: boolean 
       if (db !== h.db) await db.$disconnect();
     },
   };
+}
+
+export type InProcessGateway = Awaited<ReturnType<typeof gatewayInProcess>>;
+
+/**
+ * A test file's harness and in-process gateway: opened before its tests (`opened` receives
+ * them, and may prepare more before any test runs), closed after them, the gateway first.
+ */
+export function harnessWithGateway(test: TestFn, opened: (h: Harness, gateway: InProcessGateway) => unknown, options: { ownPool?: boolean } = {}): void {
+  let h: Harness | undefined;
+  let gateway: InProcessGateway | undefined;
+  test.before(async () => {
+    h = await openHarness();
+    gateway = await gatewayInProcess(h, options);
+    await opened(h, gateway);
+  });
+  test.after.always(async () => {
+    await gateway?.close();
+    await h?.close();
+  });
 }
 
 /** `log`: a logger of the test's own, to read what the worker logs. */

@@ -5,7 +5,7 @@
 import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
-import { gatewayInProcess } from '../helpers/processes.ts';
+import { gatewayInProcess, harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_DATABASE_URL, TEST_REDIS_URL, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -25,17 +25,12 @@ function clean(t: ExecutionContext, what: string, reply: Reply) {
 }
 
 let h: Harness;
-let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
+let gateway: InProcessGateway;
 let tenant: Tenant;
 
-test.before(async () => {
-  h = await openHarness();
-  gateway = await gatewayInProcess(h);
+harnessWithGateway(test, async (...opened) => {
+  [h, gateway] = opened;
   tenant = await newTenant(h);
-});
-test.after.always(async () => {
-  await gateway?.close();
-  await h?.close();
 });
 
 const deep = (depth: number, open: string, close: string, inner = '1') => open.repeat(depth) + inner + close.repeat(depth);
