@@ -1,6 +1,8 @@
 // Reading the events queue as the gateway writes it: batch jobs, each listing its events.
 import type { JobType, Queue } from 'bullmq';
-import type { EventBatchJob } from '../../common/queues.ts';
+import { decodeTrack } from '../../common/json-tasks.ts';
+import type { EventBatchJob, QueuedEvent } from '../../common/queues.ts';
+import { trackBody } from './http.ts';
 
 const EVERY_STATE: JobType[] = ['waiting', 'active', 'delayed', 'prioritized', 'paused', 'completed', 'failed'];
 
@@ -8,4 +10,11 @@ const EVERY_STATE: JobType[] = ['waiting', 'active', 'delayed', 'prioritized', '
 export async function queuedMessageIds(queue: Queue<EventBatchJob>, environmentId: string, states: JobType[] = EVERY_STATE): Promise<Set<string>> {
   const jobs = await queue.getJobs(states, 0, -1);
   return new Set(jobs.flatMap((j) => (j?.data?.events ?? []).filter((e) => e.environmentId === environmentId).map((e) => e.messageId)));
+}
+
+/** A Track event (the test body `trackBody` fills out) exactly as the gateway decodes and queues it. */
+export function queuedEvent(environmentId: string, body: Record<string, unknown>, receivedAt = Date.now()): QueuedEvent {
+  const decoded = decodeTrack(JSON.stringify(trackBody(body)));
+  if (decoded.kind !== 'ok') throw new Error(`not a valid Track body: ${decoded.kind}`);
+  return { environmentId, messageId: decoded.track.messageId, receivedAt, timestampMs: decoded.timestampMs, payload: decoded.storedPayload };
 }

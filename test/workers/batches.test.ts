@@ -7,13 +7,11 @@ import path from 'node:path';
 import test from 'ava';
 import { eventsActivity, eventsGet } from '../../cli/commands/events.ts';
 import { journeyCreate, journeyPublish } from '../../cli/commands/journey.ts';
-import { storedTrackPayload } from '../../common/domain/track-payload.ts';
-import { eventBatchName, type QueuedEvent } from '../../common/queues.ts';
-import { checkTrack } from '../../common/validation/track.ts';
+import { eventBatchName } from '../../common/queues.ts';
 import { createEventBatcher } from '../../gateway/event-batcher.ts';
 import { createWatermark } from '../../workers/watermark.ts';
+import { queuedEvent } from '../helpers/batches.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { trackBody } from '../helpers/http.ts';
 import { workerInProcess } from '../helpers/processes.ts';
 import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -23,19 +21,7 @@ test.before(async () => {
 });
 test.after.always(() => closeEmptied(h));
 
-/** An event exactly as gateway/handlers/track.ts queues it. */
-function queued(tenant: Tenant, body: Record<string, unknown>, receivedAt = Date.now()): QueuedEvent {
-  const full = trackBody(body);
-  const checked = checkTrack(full);
-  if (!checked.ok) throw new Error(checked.message);
-  return {
-    environmentId: tenant.environmentId,
-    messageId: checked.event.messageId,
-    receivedAt,
-    timestampMs: checked.timestampMs,
-    payload: storedTrackPayload(full),
-  };
-}
+const queued = (tenant: Tenant, body: Record<string, unknown>, receivedAt?: number) => queuedEvent(tenant.environmentId, body, receivedAt);
 
 test('duplicates inside one batch and across batches store one event each', async (t) => {
   const hq = await openHarness();

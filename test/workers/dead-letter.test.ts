@@ -6,13 +6,12 @@
 import test from 'ava';
 import { eventsGet, eventsRetry } from '../../cli/commands/events.ts';
 import { OperatorError } from '../../cli/operator.ts';
-import { storedTrackPayload } from '../../common/domain/track-payload.ts';
 import { createLogger } from '../../common/logger.ts';
-import { DEAD_LETTER_QUEUE, eventBatchName, jobIdFor, type QueuedEvent } from '../../common/queues.ts';
+import { DEAD_LETTER_QUEUE, eventBatchName, jobIdFor } from '../../common/queues.ts';
 import { startDashboard } from '../../gateway/dashboard.ts';
-import { checkTrack } from '../../common/validation/track.ts';
+import { queuedEvent } from '../helpers/batches.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
-import { request, trackBody } from '../helpers/http.ts';
+import { request } from '../helpers/http.ts';
 import { capturedLogger, workerInProcess } from '../helpers/processes.ts';
 import { closeEmptied, newTenant, openHarness, ownDatabase, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -26,18 +25,7 @@ test.after.always(async () => {
   await closeEmptied(h);
 });
 
-function queued(tenant: Tenant, body: Record<string, unknown>): QueuedEvent {
-  const full = trackBody(body);
-  const checked = checkTrack(full);
-  if (!checked.ok) throw new Error(checked.message);
-  return {
-    environmentId: tenant.environmentId,
-    messageId: checked.event.messageId,
-    receivedAt: Date.now(),
-    timestampMs: checked.timestampMs,
-    payload: storedTrackPayload(full),
-  };
-}
+const queued = (tenant: Tenant, body: Record<string, unknown>, receivedAt?: number) => queuedEvent(tenant.environmentId, body, receivedAt);
 
 test('a poison event inside a batch of 200 fails alone: 199 stored, one failed and dead-lettered, retryable', async (t) => {
   const tenant = await newTenant(h);
