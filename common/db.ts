@@ -75,11 +75,16 @@ export function poolOf(db: Db): pg.Pool {
 /** Every statement's bound, client and server side (a larger one is set where a statement carries megabytes). */
 export const QUERY_TIMEOUT_MS = 5000;
 
+/** Below this many characters a statement keeps QUERY_TIMEOUT_MS (and needs no SET LOCAL round trip). */
+export const LARGE_STATEMENT_CHARS = 256 * 1024;
+
 /**
  * The bound of a statement that carries `chars` characters of text: QUERY_TIMEOUT_MS, plus 5 s
- * a megabyte (a multi-MB Identify's write took over 5 s on a loaded machine and answered 500).
+ * a megabyte past LARGE_STATEMENT_CHARS (a multi-MB Identify's write took over 5 s on a loaded
+ * machine and answered 500).
  */
 export function queryTimeoutFor(chars: number): number {
+  if (chars <= LARGE_STATEMENT_CHARS) return QUERY_TIMEOUT_MS;
   return QUERY_TIMEOUT_MS + Math.ceil((chars / 1_000_000) * 5000);
 }
 

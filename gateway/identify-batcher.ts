@@ -5,11 +5,13 @@ import type pg from 'pg';
 import type { JsonWork } from '../common/json-pool.ts';
 import { createGroupBatch, type GroupBatch, type GroupBatchOptions } from '../common/group-batch.ts';
 import { applyIdentifyBatch } from '../common/store/identify-batch.ts';
+import { createOutboxNotify } from '../common/store/outbox.ts';
 import type { IdentifyCall, Verdict } from '../common/store/identify-plan.ts';
 
 export type IdentifyBatcher = GroupBatch<IdentifyCall, Verdict>;
 
 /** `json`: where a large batch's rules run (off the event loop). */
 export function createIdentifyBatcher(pool: pg.Pool, json: JsonWork, options: GroupBatchOptions): IdentifyBatcher {
-  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, json), options);
+  const notify = createOutboxNotify(pool);
+  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, { json, notify }), options);
 }

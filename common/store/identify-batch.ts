@@ -2,11 +2,12 @@
 // round trips, through the node-postgres pool (no ORM on this path):
 //   1. BEGIN and the per-user (and, for joining, per-email) advisory locks, in key order;
 //   2. claim every messageId (INSERT … ON CONFLICT DO NOTHING, in key order), read the earlier
-//      claims and the users' profile ids;
-//   3. lock the profiles (and those a joinable email may join) in id order, read them;
+//      claims and the users' profile ids, lock the profiles (and those a joinable email may
+//      join) in id order and read them, in one statement;
 //   (4. batches with consent: lock each address and channel/purpose in key order, read its decision;)
 //   5. write every result set-based in one statement (profiles, user IDs, address history,
-//      decisions, outbox rows, NOTIFY), COMMIT.
+//      decisions, outbox rows), COMMIT; then wake the outbox relay (outbox.ts: not inside the
+//      transaction).
 // The rules run in between, in memory (identify-plan.ts): on a JSON pool thread when the
 // batch's traits or profiles are large (json-pool.ts), so a multi-MB profile of a bad shape
 // never holds up the gateway's event loop. Every transaction takes its locks in
@@ -24,7 +25,7 @@ import type { Decision } from '../domain/consent.ts';
 import { hashStored } from '../domain/identity-hash.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
 import { inlineJsonWork, type JsonWork } from '../json-pool.ts';
-import { OUTBOX_CHANNEL } from './outbox.ts';
+import type { OutboxNotify } from './outbox.ts';
 import {
   consentRef,
   messageRef,
@@ -40,16 +41,26 @@ import {
 
 export type BatchOutcome = Verdict | Error;
 
+export interface BatchOptions {
+  /** Where a large batch's rules run (json-pool.ts); inline by default. */
+  json?: JsonWork;
+  /** Tries of a batch that met a deadlock or a changed snapshot. */
+  attempts?: number;
+  /** Called after a commit that wrote outbox rows (outbox.ts). */
+  notify?: OutboxNotify;
+}
+
 /** Apply a batch; one outcome per call, in order. Never rejects. */
-export async function applyIdentifyBatch(pool: pg.Pool, calls: IdentifyCall[], json: JsonWork = inlineJsonWork, attempts = 5): Promise<BatchOutcome[]> {
+export async function applyIdentifyBatch(pool: pg.Pool, calls: IdentifyCall[], options: BatchOptions = {}): Promise<BatchOutcome[]> {
+  const { json = inlineJsonWork, attempts = 5, notify } = options;
   try {
-    return await retrying(() => runBatch(pool, json, calls), attempts);
+    return await retrying(() => runBatch(pool, json, calls, notify), attempts);
   } catch (err) {
     if (calls.length === 1 || !isDataError(err)) return calls.map(() => err as Error);
     // Halves in arrival order: the first commits before the second starts.
     const half = Math.ceil(calls.length / 2);
-    const first = await applyIdentifyBatch(pool, calls.slice(0, half), json, attempts);
-    return first.concat(await applyIdentifyBatch(pool, calls.slice(half), json, attempts));
+    const first = await applyIdentifyBatch(pool, calls.slice(0, half), options);
+    return first.concat(await applyIdentifyBatch(pool, calls.slice(half), options));
   }
 }
 
@@ -81,7 +92,7 @@ function hasSqlState(err: unknown): boolean {
   return typeof code === 'string' && code.length === 5;
 }
 
-async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[]): Promise<Verdict[]> {
+async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[], notify: OutboxNotify | undefined): Promise<Verdict[]> {
   const client = await pool.connect();
   let broken: Error | undefined;
   // A checked-out client whose connection drops between statements emits 'error'; unheard,
@@ -99,6 +110,7 @@ async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[]): P
     }
     await write(client, plan);
     await client.query('COMMIT');
+    if (plan.outbox.length) notify?.();
     return plan.verdicts;
   } catch (err) {
     // After a timeout or a lost connection a ROLLBACK would wait as long again: the connection
@@ -141,57 +153,63 @@ function joinEmailOf(c: IdentifyCall): string | null {
 const hex = (text: string) => hashStored(text).toString('hex');
 
 interface ClaimRow {
-  kind: 'prior' | 'claimed' | 'user';
+  kind: 'prior' | 'claimed' | 'user' | 'profile';
   env: string;
+  /** The key's digest (hex), or the profile's id. */
   hash: string;
+  /** prior: messageId, userId, timestamp, traits; user: userId, profile id; profile: fields, times, updated_at, email. */
   a: string | null;
   b: string | null;
   ts: string | null;
   c: string | null;
+  /** profile: created_at (ms) and, for batches with consent, its address history. */
+  e: string | null;
+  f: StoredClaimRow[] | null;
 }
 
-// Claims in key order (the INSERT takes unnest's order), so two batches claiming the same
-// messageIds wait for each other in one order. Rows committed before the statement began are
-// the priors; a claim that waited for another transaction's insert is read again below.
-const CLAIM_SQL = `
+interface StoredClaimRow {
+  channel: 'email' | 'sms';
+  value: string;
+  at: string | number;
+  order: string | number;
+}
+
+// One round trip after the locks: claim every messageId (INSERT … ON CONFLICT DO NOTHING, in
+// key order, so two batches claiming the same messageIds wait for each other in one order),
+// read the earlier claims and the users' profile ids, and lock (id order) and read those
+// profiles and, for joining, every profile holding a joinable email of the batch. Rows
+// committed before the statement began are the priors; a claim that waited for another
+// transaction's insert is read again below.
+const PRIOR_COLUMNS = `'prior' AS kind, i.environment_id AS env, encode(i.message_hash, 'hex') AS hash, i.message_id AS a, i.user_id AS b,
+  i.timestamp_ms AS ts, i.traits AS c, NULL::int8 AS e, NULL::json AS f`;
+const ADDRESS_HISTORY = `(SELECT coalesce(json_agg(json_build_object('channel', c.channel, 'value', c.value, 'at', c.at, 'order', c.id) ORDER BY c.id), '[]')
+  FROM address_claims c WHERE c.profile_id = l.id)`;
+const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)::int8`;
+const CLAIM_SQL = (withClaims: boolean) => `
 WITH m AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::text[]) AS m(env, hash, id, user_id, ts, traits)),
 ins AS (
   INSERT INTO identify_messages (environment_id, message_id, message_hash, user_id, timestamp_ms, traits)
   SELECT env, id, decode(hash, 'hex'), user_id, ts, traits FROM m ON CONFLICT DO NOTHING
-  RETURNING environment_id, message_hash)
-SELECT 'prior' AS kind, i.environment_id AS env, encode(i.message_hash, 'hex') AS hash, i.message_id AS a, i.user_id AS b, i.timestamp_ms AS ts, i.traits AS c
-  FROM identify_messages i JOIN m ON i.environment_id = m.env AND i.message_hash = decode(m.hash, 'hex')
+  RETURNING environment_id, message_hash),
+users AS (
+  SELECT u.environment_id, u.user_hash, u.user_id, u.profile_id
+  FROM profile_users u JOIN unnest($7::uuid[], $8::text[]) AS k(env, hash) ON u.environment_id = k.env AND u.user_hash = decode(k.hash, 'hex')),
+locked AS (
+  SELECT p.id, p.environment_id, p.fields, p.trait_times, p.updated_at, p.email, p.created_at FROM profiles p
+  WHERE p.id = ANY(ARRAY(SELECT profile_id FROM users)) OR (p.email = ANY($9::text[]) AND p.environment_id = ANY($10::uuid[]))
+  ORDER BY p.id FOR UPDATE)
+SELECT ${PRIOR_COLUMNS} FROM identify_messages i JOIN m ON i.environment_id = m.env AND i.message_hash = decode(m.hash, 'hex')
 UNION ALL
-SELECT 'claimed', environment_id, encode(message_hash, 'hex'), NULL, NULL, NULL, NULL FROM ins
+SELECT 'claimed', environment_id, encode(message_hash, 'hex'), NULL, NULL, NULL, NULL, NULL, NULL FROM ins
 UNION ALL
-SELECT 'user', u.environment_id, encode(u.user_hash, 'hex'), u.user_id, u.profile_id::text, NULL, NULL
-  FROM profile_users u JOIN unnest($7::uuid[], $8::text[]) AS k(env, hash) ON u.environment_id = k.env AND u.user_hash = decode(k.hash, 'hex')`;
+SELECT 'user', environment_id, encode(user_hash, 'hex'), user_id, profile_id::text, NULL, NULL, NULL, NULL FROM users
+UNION ALL
+SELECT 'profile', l.environment_id, l.id::text, l.fields, l.trait_times, ${MS('l.updated_at')}, l.email, ${MS('l.created_at')},
+  ${withClaims ? ADDRESS_HISTORY : 'NULL::json'} FROM locked l`;
 
 const PRIORS_SQL = `
-SELECT 'prior' AS kind, i.environment_id AS env, encode(i.message_hash, 'hex') AS hash, i.message_id AS a, i.user_id AS b, i.timestamp_ms AS ts, i.traits AS c
+SELECT ${PRIOR_COLUMNS}
   FROM identify_messages i JOIN unnest($1::uuid[], $2::text[]) AS k(env, hash) ON i.environment_id = k.env AND i.message_hash = decode(k.hash, 'hex')`;
-
-const PROFILE_COLUMNS = `p.id, p.environment_id, p.fields, p.trait_times, p.updated_at, p.email, p.created_at`;
-const PROFILES_SQL = (withClaims: boolean) => `
-SELECT ${PROFILE_COLUMNS}${
-  withClaims
-    ? `, (SELECT coalesce(json_agg(json_build_object('channel', c.channel, 'value', c.value, 'at', c.at, 'order', c.id) ORDER BY c.id), '[]')
-         FROM address_claims c WHERE c.profile_id = p.id) AS claims`
-    : ''
-}
-FROM profiles p WHERE p.id = ANY($1::uuid[]) OR (p.email = ANY($2::text[]) AND p.environment_id = ANY($3::uuid[]))
-ORDER BY p.id FOR UPDATE`;
-
-interface ProfileRow {
-  id: string;
-  environment_id: string;
-  fields: string;
-  trait_times: string;
-  updated_at: Date;
-  email: string | null;
-  created_at: Date;
-  claims?: { channel: 'email' | 'sms'; value: string; at: string | number; order: string | number }[];
-}
 
 /** The batch's plan, computed where its size allows (json-pool.ts); what the rules threw is thrown again here. */
 async function planOf(json: JsonWork, calls: IdentifyCall[], snap: Snapshot, now: number): Promise<Plan> {
@@ -212,12 +230,19 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
   const byUser = new Map<string, { call: IdentifyCall; hash: string }>();
   for (const c of calls) if (!byUser.has(userRef(c))) byUser.set(userRef(c), { call: c, hash: hex(c.userKey) });
   const userList = [...byUser.values()];
+  const emails = new Set<string>();
+  const emailEnvs = new Set<string>();
+  for (const c of calls) {
+    const email = joinEmailOf(c);
+    if (email) (emails.add(email), emailEnvs.add(c.envId));
+  }
+  const withClaims = calls.some((c) => c.input.consent.length > 0);
 
   const claimTimeout = await boundStatement(client, sum(claims.map((m) => m.call.traitsText.length)));
   const { rows } = await client.query<ClaimRow>(
     timed(claimTimeout, {
-      name: 'identify-claim',
-      text: CLAIM_SQL,
+      name: `identify-claim-${withClaims}`,
+      text: CLAIM_SQL(withClaims),
       values: [
         claims.map((m) => m.call.envId),
         claims.map((m) => m.hash),
@@ -227,6 +252,8 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
         claims.map((m) => m.call.traitsText),
         userList.map((u) => u.call.envId),
         userList.map((u) => u.hash),
+        [...emails],
+        [...emailEnvs],
       ],
     }),
   );
@@ -234,10 +261,12 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
   const priorRows = new Map<string, ClaimRow>();
   const claimed = new Set<string>();
   const userRows = new Map<string, ClaimRow>();
+  const profiles = new Map<string, StoredProfile>();
   for (const r of rows) {
     if (r.kind === 'prior') priorRows.set(rowKey(r.env, r.hash), r);
     else if (r.kind === 'claimed') claimed.add(rowKey(r.env, r.hash));
-    else userRows.set(rowKey(r.env, r.hash), r);
+    else if (r.kind === 'user') userRows.set(rowKey(r.env, r.hash), r);
+    else profiles.set(r.hash, toStored(r));
   }
   const unseen = claims.filter((m) => !claimed.has(rowKey(m.call.envId, m.hash)) && !priorRows.has(rowKey(m.call.envId, m.hash)));
   if (unseen.length) {
@@ -256,37 +285,21 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
     const r = userRows.get(rowKey(u.call.envId, u.hash));
     if (r && r.a === u.call.userKey) users.set(ref, r.b!);
   }
-
-  const emails = new Set<string>();
-  const emailEnvs = new Set<string>();
-  for (const c of calls) {
-    const email = joinEmailOf(c);
-    if (email) (emails.add(email), emailEnvs.add(c.envId));
-  }
-  const withClaims = calls.some((c) => c.input.consent.length > 0);
-  const wanted = new Set(users.values());
-  const locked = await client.query<ProfileRow>({
-    name: `identify-profiles-${withClaims}`,
-    text: PROFILES_SQL(withClaims),
-    values: [[...wanted], [...emails], [...emailEnvs]],
-  });
-  const profiles = new Map<string, StoredProfile>();
-  for (const r of locked.rows) profiles.set(r.id, toStored(r));
   // A profile a user pointed at was joined into another (and deleted) before we locked it.
-  for (const id of wanted) if (!profiles.has(id)) throw new SnapshotChanged(`profile ${id} was joined meanwhile`);
+  for (const id of users.values()) if (!profiles.has(id)) throw new SnapshotChanged(`profile ${id} was joined meanwhile`);
   return { users, profiles, priors, decisions: null };
 }
 
-function toStored(r: ProfileRow): StoredProfile {
+function toStored(r: ClaimRow): StoredProfile {
   return {
-    id: r.id,
-    envId: r.environment_id,
-    fields: r.fields,
-    times: r.trait_times,
-    updatedAt: r.updated_at.getTime(),
-    email: r.email,
-    createdAt: r.created_at.getTime(),
-    claims: r.claims ? r.claims.map((c) => ({ channel: c.channel, value: fromPgText(c.value), at: Number(c.at), order: Number(c.order) })) : null,
+    id: r.hash,
+    envId: r.env,
+    fields: r.a!,
+    times: r.b!,
+    updatedAt: Number(r.ts),
+    email: r.c,
+    createdAt: Number(r.e),
+    claims: r.f ? r.f.map((c) => ({ channel: c.channel, value: fromPgText(c.value), at: Number(c.at), order: Number(c.order) })) : null,
   };
 }
 
@@ -356,7 +369,7 @@ decisions AS (
     decided_at = EXCLUDED.decided_at, expires_at = EXCLUDED.expires_at, updated_at = now()),
 outbox AS (
   INSERT INTO outbox_events (environment_id, kind, payload) SELECT * FROM unnest($34::uuid[], $35::text[], $36::text[]))
-SELECT CASE WHEN cardinality($34::uuid[]) > 0 THEN pg_notify('${OUTBOX_CHANNEL}', '') END AS notified`;
+SELECT 1 AS written`;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

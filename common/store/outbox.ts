@@ -1,6 +1,7 @@
 // Transactional outbox. Identify writes its service events here in the same transaction as
 // the profile change; workers/outbox-relay.ts moves them to the service-events queue. A
 // Redis outage therefore delays a service event but can never lose it.
+import type pg from 'pg';
 import type { Db, Tx } from '../db.ts';
 import { stringifyJson } from '../domain/json-text.ts';
 
@@ -8,6 +9,36 @@ export { SERVICE_EVENTS } from '../domain/service-events.ts';
 
 /** NOTIFY channel that wakes the relay as soon as a transaction with outbox rows commits. */
 export const OUTBOX_CHANNEL = 'intake_outbox';
+
+/** Wakes the relay; called after a commit that wrote outbox rows. */
+export type OutboxNotify = () => void;
+
+/**
+ * NOTIFY after the commit, on its own, never inside the writing transaction: a NOTIFY makes its
+ * transaction take PostgreSQL's one database-wide notify lock from commit until its WAL flush
+ * is done, and that serialized every Identify commit of every gateway (measured: commits
+ * waiting on `Lock: object`). At most one NOTIFY is in flight; calls meanwhile fold into one
+ * more. A NOTIFY lost with a crash or an outage only delays the relay to its next poll.
+ */
+export function createOutboxNotify(pool: pg.Pool): OutboxNotify {
+  let sending = false;
+  let again = false;
+  const send = () => {
+    sending = true;
+    again = false;
+    pool
+      .query(`SELECT pg_notify('${OUTBOX_CHANNEL}', '')`)
+      .catch(() => {})
+      .finally(() => {
+        sending = false;
+        if (again) send();
+      });
+  };
+  return () => {
+    if (sending) again = true;
+    else send();
+  };
+}
 
 export interface OutboxRow {
   id: bigint;

@@ -1,5 +1,5 @@
-import coBody from 'co-body';
 import type { Context, Middleware } from 'koa';
+import { readBodyText } from '../read-body.ts';
 import type { ApiError } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 
@@ -12,15 +12,15 @@ export interface BodyErrors {
 
 /**
  * Check 6a: read the body as UTF-8 text whatever the Content-Type says (JSON is only
- * recommended), up to the route's cap. It is parsed by the next step, on or off the event loop
- * by its size (json-pool.ts). co-body is what koa-bodyparser reads bodies with (same limits,
- * Content-Encoding and early 413), without its JSON.parse on the event loop.
+ * recommended), up to the route's cap (read-body.ts: koa-bodyparser's limits, Content-Encoding
+ * and early 413). It is parsed by the next step, on or off the event loop by its size
+ * (json-pool.ts).
  */
 export function jsonBody(limitBytes: number, errors: BodyErrors): Middleware<IngestState> {
   return async function jsonBody(ctx: Context, next) {
     let text: string;
     try {
-      text = await coBody.text(ctx.req, { limit: limitBytes, encoding: 'utf8' });
+      text = await readBodyText(ctx.req, limitBytes);
     } catch (err) {
       if ((err as { status?: number }).status === 413) {
         // Do not read the rest of an oversized upload.

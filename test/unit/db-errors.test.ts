@@ -1,7 +1,7 @@
 // Which PostgreSQL refusals make an event poison (bisected out to the dead-letter queue) and
 // which fail the whole batch for a retry with backoff.
 import test from 'ava';
-import { dbErrorMessage, isDataError, sqlState } from '../../common/db.ts';
+import { dbErrorMessage, isDataError, LARGE_STATEMENT_CHARS, QUERY_TIMEOUT_MS, queryTimeoutFor, sqlState } from '../../common/db.ts';
 
 /** The shape of Prisma's P2010 for a raw query PostgreSQL refused (checked against Prisma 7 + adapter-pg). */
 const refused = (code: string, message: string) =>
@@ -39,4 +39,11 @@ test("the database's own words, without Prisma's invocation text", (t) => {
     '23514: new row for relation "events" violates check constraint "poison"',
   );
   t.is(dbErrorMessage(new Error('Connection terminated')), 'Connection terminated');
+});
+
+test('queryTimeoutFor: an ordinary statement keeps the pool bound (no SET LOCAL round trip); a large one gets 5 s a megabyte more', (t) => {
+  t.is(queryTimeoutFor(0), QUERY_TIMEOUT_MS);
+  t.is(queryTimeoutFor(LARGE_STATEMENT_CHARS), QUERY_TIMEOUT_MS);
+  t.true(queryTimeoutFor(LARGE_STATEMENT_CHARS + 1) > QUERY_TIMEOUT_MS);
+  t.is(queryTimeoutFor(4_000_000), QUERY_TIMEOUT_MS + 20_000);
 });

@@ -1,0 +1,51 @@
+// The relay's wake-up (common/store/outbox.ts createOutboxNotify): sent after the Identify
+// transaction commits, not inside it (where it held PostgreSQL's database-wide notify lock
+// through every commit), and folded while one is in flight. A LISTEN connection counts them.
+import test from 'ava';
+import pg from 'pg';
+import { poolOf } from '../../common/db.ts';
+import { createOutboxNotify, OUTBOX_CHANNEL } from '../../common/store/outbox.ts';
+import { eventually, sleep } from '../helpers/eventually.ts';
+import { request } from '../helpers/http.ts';
+import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
+import { newTenant, type Harness } from '../helpers/services.ts';
+
+let h: Harness;
+let gateway: InProcessGateway;
+
+harnessWithGateway(test, (...opened) => ([h, gateway] = opened));
+
+/** A LISTEN connection on the outbox channel; `count()` is how many notifications it got. */
+async function listener(t: { teardown(fn: () => Promise<void>): void }) {
+  const client = new pg.Client({ connectionString: h.config.databaseUrl });
+  await client.connect();
+  t.teardown(() => client.end());
+  let received = 0;
+  client.on('notification', (n) => n.channel === OUTBOX_CHANNEL && received++);
+  await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+  return { count: () => received };
+}
+
+test.serial('calls while a NOTIFY is in flight fold into one more: ten calls, at least one and at most two notifications', async (t) => {
+  const listening = await listener(t);
+  const notify = createOutboxNotify(poolOf(h.db));
+  for (let i = 0; i < 10; i++) notify();
+  t.true(await eventually(async () => listening.count() >= 1));
+  await sleep(300);
+  t.true(listening.count() <= 2, `got ${listening.count()}`);
+});
+
+test.serial('an Identify that writes an outbox row wakes the relay once it is answered; one that writes none does not', async (t) => {
+  const tenant = await newTenant(h);
+  const listening = await listener(t);
+  const identify = (body: Record<string, unknown>) =>
+    request(gateway.url, `/api/identify/${tenant.slug}`, { body: { type: 'identify', ...body }, headers: { 'x-api-key': tenant.key } });
+
+  t.is((await identify({ userId: 'u1', messageId: 'n-1', traits: { plan: 'pro' } })).status, 200);
+  t.true(await eventually(async () => listening.count() === 1), 'a trait change notifies');
+
+  // A retry of the same call is a duplicate: no outbox row, no notification.
+  t.true((await identify({ userId: 'u1', messageId: 'n-1', traits: { plan: 'pro' } })).json.duplicate);
+  await sleep(300);
+  t.is(listening.count(), 1);
+});
