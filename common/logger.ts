@@ -2,11 +2,20 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
+const WARN = 40;
+
+/** Lines wait at most this long in the buffer before they are written. */
+const FLUSH_MS = 200;
+
 /**
  * One JSON line per record on stdout; API keys never reach a log (redacted by path).
- * Writes are asynchronous so a line per request or job does not block the event loop.
+ * Writes are asynchronous and buffered (8 KB or FLUSH_MS, whichever comes first): a write per
+ * line cost the gateway a fifth of its CPU per Track call (a system call and a thread pool
+ * round trip each); a warning or an error is written at once. Shutdown flushes (cli/intake.ts).
  */
 export function createLogger(level: string, name: string): Logger {
+  const destination = pino.destination({ dest: 1, sync: false, minLength: 8192 });
+  setInterval(() => destination.flush(), FLUSH_MS).unref();
   return pino(
     {
       name,
@@ -14,7 +23,13 @@ export function createLogger(level: string, name: string): Logger {
       base: { process: name, pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: ['req.headers["x-api-key"]', 'req.headers.authorization', 'key'],
+      hooks: {
+        logMethod(args, method, level) {
+          method.apply(this, args);
+          if (level >= WARN) destination.flush();
+        },
+      },
     },
-    pino.destination({ dest: 1, sync: false }),
+    destination,
   );
 }
