@@ -1,12 +1,11 @@
 // Requests Node's HTTP parser refuses never reach Koa; the gateway (and the dashboard) still
 // answer them with the contract's shape, a JSON `error`, and close the connection. Raw
 // sockets, since no HTTP client will send these.
-import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { createDb } from '../../common/db.ts';
 import { createLogger } from '../../common/logger.ts';
 import { startDashboard } from '../../gateway/dashboard.ts';
-import { request, trackBody } from '../helpers/http.ts';
+import { rawExchange, request, trackBody } from '../helpers/http.ts';
 import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
 import { newTenant, testConfig, testEnv, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -18,27 +17,6 @@ harnessWithGateway(test, async (...opened) => {
   [h, gateway] = opened;
   tenant = await newTenant(h);
 });
-
-interface Exchange {
-  /** Everything the server wrote, as latin1. */
-  received: string;
-  /** Whether the server closed the connection (rather than the test giving up after 5 s). */
-  closedByServer: boolean;
-}
-
-/** Sends raw bytes on a new connection and keeps it open; resolves when the server closes it. */
-function rawExchange(url: string, bytes: string): Promise<Exchange> {
-  const { port } = new URL(url);
-  return new Promise((resolve) => {
-    let received = '';
-    let gaveUp = false;
-    const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(Buffer.from(bytes, 'latin1')));
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-    socket.on('error', () => {});
-    socket.on('close', () => resolve({ received, closedByServer: !gaveUp }));
-    setTimeout(() => ((gaveUp = true), socket.destroy()), 5000).unref();
-  });
-}
 
 function parseAnswer(received: string) {
   const [head, body = ''] = received.split('\r\n\r\n');

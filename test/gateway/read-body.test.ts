@@ -1,10 +1,9 @@
 // The body reader (gateway/read-body.ts) over HTTP: what an uncompressed body read directly
 // and a compressed one read through co-body answer, and the edges co-body drew (a leading BOM,
 // a body shorter than its Content-Length, a chunked body past the limit, an aborted upload).
-import net from 'node:net';
 import { gzipSync, deflateSync } from 'node:zlib';
 import test from 'ava';
-import { request, trackBody } from '../helpers/http.ts';
+import { rawExchange, request, trackBody } from '../helpers/http.ts';
 import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
 import { newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -20,18 +19,8 @@ harnessWithGateway(test, async (...opened) => {
 const track = (body: string | Buffer, headers: Record<string, string> = {}) =>
   request(gateway.url, `/api/track/${tenant.slug}`, { body, headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', ...headers } });
 
-/** Raw bytes on a new connection; resolves with what the server wrote once it closes or after `waitMs`. */
-function raw(bytes: string, waitMs = 3000): Promise<string> {
-  const { port } = new URL(gateway.url);
-  return new Promise((resolve) => {
-    let received = '';
-    const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(bytes));
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-    socket.on('error', () => {});
-    socket.on('close', () => resolve(received));
-    setTimeout(() => socket.destroy(), waitMs).unref();
-  });
-}
+/** Raw bytes on a new connection; what the server wrote once it closes or after `waitMs`. */
+const raw = async (bytes: string, waitMs = 3000) => (await rawExchange(gateway.url, bytes, waitMs)).received;
 
 test('an uncompressed body is read whole, also when it arrives in several chunks', async (t) => {
   const body = JSON.stringify(trackBody({ properties: { note: 'é'.repeat(40_000) } }));

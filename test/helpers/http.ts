@@ -1,5 +1,6 @@
 // A fetch wrapper that never throws on 4xx/5xx and returns what tests assert on.
 import http from 'node:http';
+import net from 'node:net';
 import { conform } from './api-conformance.ts';
 export interface Reply {
   status: number;
@@ -88,5 +89,26 @@ export function halfSentTracks(url: string, slug: string, key: string, count: nu
     });
     req.write(body.subarray(0, 20));
     return { finish: () => req.end(body.subarray(20)), reply };
+  });
+}
+
+export interface Exchange {
+  /** Everything the server wrote, as latin1. */
+  received: string;
+  /** Whether the server closed the connection (rather than the test giving up after `waitMs`). */
+  closedByServer: boolean;
+}
+
+/** Sends raw bytes (latin1) on a new connection and keeps it open; resolves when the server closes it, or after `waitMs`. */
+export function rawExchange(url: string, bytes: string, waitMs = 5000): Promise<Exchange> {
+  const { port } = new URL(url);
+  return new Promise((resolve) => {
+    let received = '';
+    let gaveUp = false;
+    const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(Buffer.from(bytes, 'latin1')));
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    socket.on('error', () => {});
+    socket.on('close', () => resolve({ received, closedByServer: !gaveUp }));
+    setTimeout(() => ((gaveUp = true), socket.destroy()), waitMs).unref();
   });
 }
