@@ -1,19 +1,29 @@
 // The relay's wake-up (common/store/outbox.ts createOutboxNotify): sent after the Identify
 // transaction commits, not inside it (where it held PostgreSQL's database-wide notify lock
-// through every commit), and folded while one is in flight. A LISTEN connection counts them.
+// through every commit), and folded while one is in flight. A LISTEN connection counts them,
+// in a database of this file's own: notifications are per database, and other test files'
+// Identify calls notify too.
 import test from 'ava';
 import pg from 'pg';
 import { poolOf } from '../../common/db.ts';
 import { createOutboxNotify, OUTBOX_CHANNEL } from '../../common/store/outbox.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request } from '../helpers/http.ts';
-import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
-import { newTenant, type Harness } from '../helpers/services.ts';
+import { gatewayInProcess, type InProcessGateway } from '../helpers/processes.ts';
+import { newTenant, openHarness, ownDatabase, type Harness } from '../helpers/services.ts';
 
 let h: Harness;
 let gateway: InProcessGateway;
 
-harnessWithGateway(test, (...opened) => ([h, gateway] = opened));
+test.before(async () => {
+  h = await openHarness({ DATABASE_URL: await ownDatabase('outbox_notify') });
+  gateway = await gatewayInProcess(h);
+});
+
+test.after.always(async () => {
+  await gateway?.close();
+  await h?.close();
+});
 
 /** A LISTEN connection on the outbox channel; `count()` is how many notifications it got. */
 async function listener(t: { teardown(fn: () => Promise<void>): void }) {
