@@ -15,7 +15,13 @@ const FLUSH_MS = 200;
  */
 export function createLogger(level: string, name: string): Logger {
   const destination = pino.destination({ dest: 1, sync: false, minLength: 8192 });
-  setInterval(() => destination.flush(), FLUSH_MS).unref();
+  // Lines logged since the last flush: an idle process makes no (empty) write every tick.
+  let pending = false;
+  const flush = () => {
+    pending = false;
+    destination.flush();
+  };
+  setInterval(() => pending && flush(), FLUSH_MS).unref();
   return pino(
     {
       name,
@@ -26,7 +32,8 @@ export function createLogger(level: string, name: string): Logger {
       hooks: {
         logMethod(args, method, level) {
           method.apply(this, args);
-          if (level >= WARN) destination.flush();
+          if (level >= WARN) flush();
+          else pending = true;
         },
       },
     },
