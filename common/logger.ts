@@ -15,13 +15,7 @@ const FLUSH_MS = 200;
  */
 export function createLogger(level: string, name: string): Logger {
   const destination = pino.destination({ dest: 1, sync: false, minLength: 8192 });
-  // Lines logged since the last flush: an idle process makes no (empty) write every tick.
-  let pending = false;
-  const flush = () => {
-    pending = false;
-    destination.flush();
-  };
-  setInterval(() => pending && flush(), FLUSH_MS).unref();
+  setInterval(() => destination.flush(), FLUSH_MS).unref();
   return pino(
     {
       name,
@@ -32,8 +26,7 @@ export function createLogger(level: string, name: string): Logger {
       hooks: {
         logMethod(args, method, level) {
           method.apply(this, args);
-          if (level >= WARN) flush();
-          else pending = true;
+          if (level >= WARN) destination.flush();
         },
       },
     },
