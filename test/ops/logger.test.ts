@@ -8,8 +8,8 @@ import test from 'ava';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Runs `body` (with `log` in scope) in a child that then idles 3 s; resolves with each line, how long before the child's exit it arrived. */
-function linesOf(body: string): Promise<{ line: Record<string, unknown>; ms: number }[]> {
-  const script = `import { createLogger } from './common/logger.ts'; const log = createLogger('info', 'logger-test'); ${body}; setTimeout(() => {}, 3000);`;
+function linesOf(body: string, idle = 'setTimeout(() => {}, 3000)'): Promise<{ line: Record<string, unknown>; ms: number }[]> {
+  const script = `import { createLogger } from './common/logger.ts'; const log = createLogger('info', 'logger-test'); ${body}; ${idle};`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   const started = performance.now();
   const lines: { line: Record<string, unknown>; ms: number }[] = [];
@@ -44,4 +44,13 @@ test('a warning is written at once, with the buffered lines before it, in order'
     ['before', 'careful'],
   );
   t.is(lines[1].line.level, 40);
+});
+
+test('process.exit right after logging loses no buffered line, also with writes in flight (pino writes the rest on exit)', async (t) => {
+  const lines = await linesOf(`for (let i = 0; i < 20000; i++) log.info({ i }, 'line')`, 'process.exit(0)');
+  t.is(lines.length, 20000);
+  t.deepEqual(
+    lines.slice(-3).map((l) => l.line.i),
+    [19997, 19998, 19999],
+  );
 });
