@@ -1,5 +1,7 @@
 import test from 'ava';
-import { checkIdentify, IDENTIFY_MESSAGES, invalidEnumMessage, notJsonIssues } from '../../common/validation/identify.ts';
+import fc from 'fast-check';
+import { checkIdentify, IDENTIFY_MESSAGES, invalidEnumMessage, issuesOf as yupIssuesOf, notJsonIssues, passesEveryCheck } from '../../common/validation/identify.ts';
+import { identifyLike } from '../fuzz/arbitraries.ts';
 import type { IdentifyCheck, IdentifyInput } from '../../common/validation/identify.ts';
 import { isWithin, parsePath } from '../../common/validation/issues.ts';
 import type { Issue } from '../../common/validation/issues.ts';
@@ -690,4 +692,21 @@ test('isWithin matches a path and the paths under it', (t) => {
   t.false(isWithin('consent[10].channel', 'consent[1]'));
   t.false(isWithin('consentX', 'consent'));
   t.true(isWithin('anything', ''));
+});
+
+test('the checks run without yup accept exactly the bodies in which yup finds no issue', (t) => {
+  let n = 0;
+  let accepted = 0;
+  fc.assert(
+    fc.property(identifyLike(() => `m${n++}`), (value) => {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
+      const body = value as Record<string, unknown>;
+      const fast = passesEveryCheck(body);
+      if (fast) accepted++;
+      if (fast !== (yupIssuesOf(body) === null)) throw new Error(`disagree on ${JSON.stringify(body)}`);
+    }),
+    { numRuns: 3000 },
+  );
+  // Both verdicts occur, or the property says little.
+  t.true(accepted > 100 && accepted < 2900, `${accepted} of 3000 accepted`);
 });
