@@ -102,7 +102,9 @@ async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[], no
   const onError = (err: Error) => (broken = err);
   client.on('error', onError);
   try {
-    await client.query(`BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SELECT pg_advisory_xact_lock(k) FROM unnest('{${lockKeys(calls).join(',')}}'::int8[]) AS k`);
+    await client.query(
+      `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SELECT pg_advisory_xact_lock(k) FROM unnest('{${lockKeys(calls).join(',')}}'::int8[]) AS k`,
+    );
     const now = Date.now();
     const snap = await readSnapshot(client, calls);
     let plan = await planOf(json, calls, snap, now);

@@ -1,6 +1,13 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { checkIdentify, IDENTIFY_MESSAGES, invalidEnumMessage, issuesOf as yupIssuesOf, notJsonIssues, passesEveryCheck } from '../../common/validation/identify.ts';
+import {
+  checkIdentify,
+  IDENTIFY_MESSAGES,
+  invalidEnumMessage,
+  issuesOf as yupIssuesOf,
+  notJsonIssues,
+  passesEveryCheck,
+} from '../../common/validation/identify.ts';
 import { identifyLike } from '../fuzz/arbitraries.ts';
 import type { IdentifyCheck, IdentifyInput } from '../../common/validation/identify.ts';
 import { isWithin, parsePath } from '../../common/validation/issues.ts';
@@ -698,13 +705,16 @@ test('the checks run without yup accept exactly the bodies in which yup finds no
   let n = 0;
   let accepted = 0;
   fc.assert(
-    fc.property(identifyLike(() => `m${n++}`), (value) => {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
-      const body = value as Record<string, unknown>;
-      const fast = passesEveryCheck(body);
-      if (fast) accepted++;
-      if (fast !== (yupIssuesOf(body) === null)) throw new Error(`disagree on ${JSON.stringify(body)}`);
-    }),
+    fc.property(
+      identifyLike(() => `m${n++}`),
+      (value) => {
+        if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
+        const body = value as Record<string, unknown>;
+        const fast = passesEveryCheck(body);
+        if (fast) accepted++;
+        if (fast !== (yupIssuesOf(body) === null)) throw new Error(`disagree on ${JSON.stringify(body)}`);
+      },
+    ),
     { numRuns: 3000 },
   );
   // Both verdicts occur, or the property says little.
