@@ -29,7 +29,7 @@ import { loadConfig } from '../common/config.ts';
 import { createDb } from '../common/db.ts';
 import { identityHash } from '../common/domain/identity-hash.ts';
 import { migrate } from '../common/migrate.ts';
-import { createEventsQueue, eventBatchName, type QueuedEvent } from '../common/queues.ts';
+import { createEventsQueue, createServiceEventsQueue, eventBatchName, type QueuedEvent } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
 import { runScript, startProcess, stopProcess } from './processes.mts';
 import { summarizeProfile } from './cpu-profile.mts';
@@ -277,7 +277,7 @@ async function main() {
     });
   }
 
-  // Identify's calls leave outbox rows (profile_fields_changed) that a worker relays as events.
+  // Identify's calls leave outbox rows (profile_fields_changed) that a worker relays as service events.
   // Relayed and stored here, before the worker scenarios, so that they measure Track's events
   // alone rather than a worker also working off this backlog.
   if ((want('drain') || want('e2e')) && (want('identify') || want('profiles'))) await relayOutboxBacklog();
@@ -315,12 +315,16 @@ async function main() {
 
   async function relayOutboxBacklog() {
     const unrelayed = async () => Number((await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM outbox_events WHERE relayed_at IS NULL`)[0].n);
-    const queued = async () => Object.values(await queue.getJobCounts('waiting', 'active', 'delayed')).reduce((a, b) => a + b, 0);
+    const serviceEvents = createServiceEventsQueue(config, redis);
+    const pending = async (q: { getJobCounts(...types: string[]): Promise<Record<string, number>> }) =>
+      Object.values(await q.getJobCounts('waiting', 'active', 'delayed')).reduce((a, b) => a + b, 0);
+    const queued = async () => (await pending(queue)) + (await pending(serviceEvents));
     const backlog = await unrelayed();
     const worker = await start(['bin/intake.js', 'worker'], serviceEnv(), /worker started/);
     const started = performance.now();
     while (((await unrelayed()) > 0 || (await queued()) > 0) && performance.now() - started < 600_000) await new Promise((r) => setTimeout(r, 500));
     await stop(worker.child);
+    await serviceEvents.close();
     console.error(`relayed Identify's outbox backlog (${backlog} rows) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
 
