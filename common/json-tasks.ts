@@ -4,7 +4,7 @@
 // nested 2,000,000 levels deep or 500,000 keys wide never holds up the gateway's event loop.
 // Inputs and results are strings and small flat objects, cheap to copy between threads; a
 // parsed body never leaves the thread that parsed it.
-import { storedSize, TRACK_EVENT_LIMIT_BYTES } from './domain/event-size.ts';
+import { overTrackLimit } from './domain/event-size.ts';
 import { joinableEmail } from './domain/email.ts';
 import { jsonEqual } from './domain/json-equal.ts';
 import { stringifyJson } from './domain/json-text.ts';
@@ -45,7 +45,7 @@ export function decodeTrack(raw: string): TrackDecoded {
   const body = parseBody(raw);
   if (body === NOT_JSON) return { kind: 'notJson' };
   const storedPayload = storedTrackPayload(body);
-  if (storedSize(storedPayload) > TRACK_EVENT_LIMIT_BYTES) return { kind: 'tooLarge' };
+  if (overTrackLimit(storedPayload)) return { kind: 'tooLarge' };
   const result = checkTrack(body);
   if (!result.ok) return { kind: 'invalid', message: result.message };
   const { type, messageId, event, timestamp, userId, anonymousId } = result.event;

@@ -23,7 +23,7 @@ export function createLogger(level: string, name: string): Logger {
       name,
       level,
       base: { process: name, pid: process.pid },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTimeOncePerMs(),
       redact: ['req.headers["x-api-key"]', 'req.headers.authorization', 'key'],
       hooks: {
         logMethod(args, method, level) {
@@ -34,4 +34,21 @@ export function createLogger(level: string, name: string): Logger {
     },
     destination,
   );
+}
+
+/**
+ * pino's isoTime, formatted once per millisecond: a busy gateway writes about ten lines a
+ * millisecond, and `toISOString` was a fifth of pino's cost per line.
+ */
+export function isoTimeOncePerMs(): () => string {
+  let last = -1;
+  let text = '';
+  return () => {
+    const now = Date.now();
+    if (now !== last) {
+      last = now;
+      text = `,"time":"${new Date(now).toISOString()}"`;
+    }
+    return text;
+  };
 }

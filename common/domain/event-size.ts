@@ -19,3 +19,12 @@ export function storedSize(payload: string): number {
   }
   return Buffer.byteLength(payload, 'utf8') + escapes + 2;
 }
+
+/**
+ * Whether the stored event is over the Track limit. A UTF-16 unit is at most 3 UTF-8 bytes and
+ * an escaped one (`"` or `\`) only 2, so a payload this short is under the limit unscanned.
+ */
+export function overTrackLimit(payload: string): boolean {
+  if (payload.length * 3 + 2 <= TRACK_EVENT_LIMIT_BYTES) return false;
+  return storedSize(payload) > TRACK_EVENT_LIMIT_BYTES;
+}

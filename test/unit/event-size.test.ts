@@ -1,5 +1,5 @@
 import test from 'ava';
-import { storedSize, TRACK_EVENT_LIMIT_BYTES } from '../../common/domain/event-size.ts';
+import { overTrackLimit, storedSize, TRACK_EVENT_LIMIT_BYTES } from '../../common/domain/event-size.ts';
 
 const slow = (payload: string) => Buffer.byteLength(JSON.stringify(payload));
 
@@ -35,4 +35,13 @@ test('near the limit, quotes push a body over it', (t) => {
   t.true(storedSize(plain) <= TRACK_EVENT_LIMIT_BYTES);
   t.true(storedSize(quoted) > TRACK_EVENT_LIMIT_BYTES);
   t.is(storedSize(quoted), slow(quoted));
+});
+
+test('overTrackLimit agrees with the measure on both sides of the limit, scanned or not', (t) => {
+  // '€' is 3 UTF-8 bytes: 349,524 of them are the longest payload the shortcut decides unscanned.
+  const cases = ['x'.repeat(1000), '€'.repeat(349_524), '€'.repeat(349_525), '"'.repeat(524_286), '"'.repeat(524_288), 'a'.repeat(1_048_575)];
+  for (const payload of cases) t.is(overTrackLimit(payload), storedSize(payload) > TRACK_EVENT_LIMIT_BYTES, `${payload.length} units`);
+  t.false(overTrackLimit('€'.repeat(349_524)));
+  t.true(overTrackLimit('€'.repeat(349_525)));
+  t.true(overTrackLimit('"'.repeat(524_288)));
 });
