@@ -10,19 +10,8 @@ import {
   MAX_TIME_MS,
   type Decision,
 } from '../../common/domain/consent.ts';
-import type { ConsentDecisionInput } from '../../common/validation/identify.ts';
+import { decisionInput as input } from '../helpers/consent-input.ts';
 
-const input = (over: Partial<ConsentDecisionInput> = {}): ConsentDecisionInput => ({
-  channel: 'email',
-  status: 'granted',
-  purpose: 'marketing',
-  basis: null,
-  source: 'api',
-  consentedAt: null,
-  proofRef: null,
-  expiresAt: null,
-  ...over,
-});
 const decision = (status: Decision['status'], decidedAt: number): Decision => ({
   channel: 'email',
   purpose: 'marketing',

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { stringifyJson } from '../../common/domain/json-text.ts';
 import { planBatch, toIdentifyCall, type Snapshot } from '../../common/store/identify-plan.ts';
-import { addressTraitsOf, type ConsentDecisionInput, type IdentifyInput } from '../../common/validation/identify.ts';
+import { addressTraitsOf, type IdentifyInput } from '../../common/validation/identify.ts';
+import { decisionInput } from '../helpers/consent-input.ts';
 
 const ENV = '00000000-0000-0000-0000-00000000000e';
 const T = Date.parse('2024-05-01T10:00:00Z');
@@ -67,16 +68,7 @@ test("join by email inside one batch: the second user joins the first one's new 
 });
 
 test('consent: an address sent by an earlier call of the batch is the one a later consent-only call decides on', (t) => {
-  const grant: ConsentDecisionInput = {
-    channel: 'email',
-    status: 'granted',
-    purpose: 'marketing',
-    basis: null,
-    source: 'api',
-    consentedAt: null,
-    proofRef: null,
-    expiresAt: null,
-  };
+  const grant = decisionInput();
   const snapshot = { ...empty(), decisions: null };
   const plan = planBatch([call('a', { email: 'A@Example.com' }), call('a', {}, { consent: [grant] })], snapshot, T, newId);
   t.deepEqual(
