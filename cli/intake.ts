@@ -131,14 +131,20 @@ async function devDashboard(config: Config, db: Db, log: Logger): Promise<{ clos
  * gateway's bounds (gateway/cluster/share.ts).
  */
 async function runGateway(config: Config): Promise<number> {
-  const { startGateway } = await import('../gateway/server.ts');
   if (cluster.isWorker) {
+    const { startGateway } = await import('../gateway/server.ts');
     const [{ joinCluster }, { processConfig }] = await Promise.all([import('../gateway/cluster/member.ts'), import('../gateway/cluster/share.ts')]);
     const member = joinCluster(config.gatewayProcesses);
     const share = processConfig(config, config.gatewayProcesses);
     return runProcess(share, 'gateway', async (db, log) => [await startGateway({ config: share, db, log, cluster: member })], member.stopped);
   }
-  if (config.gatewayProcesses === 1) return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })]);
+  if (config.gatewayProcesses === 1) {
+    // The gateway on a thread of this process, whose heap is sized for it (gateway/heap-thread.ts).
+    const { onGatewayThread, runOnGatewayThread, signalFromMainThread } = await import('../gateway/heap-thread.ts');
+    if (!onGatewayThread && config.gatewaySemiSpaceMb > 0) return runOnGatewayThread(['gateway'], config.gatewaySemiSpaceMb);
+    const { startGateway } = await import('../gateway/server.ts');
+    return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })], onGatewayThread ? signalFromMainThread() : undefined);
+  }
   const [{ createLogger }, { runGatewayPrimary }] = await Promise.all([import('../common/logger.ts'), import('../gateway/cluster/primary.ts')]);
   const log = createLogger(config.logLevel, 'gateway-primary');
   const code = await runGatewayPrimary(config, log);

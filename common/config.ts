@@ -89,6 +89,12 @@ const settings = {
     doc: "processes of one `intake gateway`, sharing its port (node:cluster) so that it uses more than one core, for a host where the gateway runs alone: `auto` = one per CPU it may run on (`os.availableParallelism()`, which does not see a container's CPU quota), 1 = a single process, no cluster. `intake dev` runs one. DATABASE_POOL_SIZE, MAX_IN_FLIGHT and IDENTIFY_BATCHES_IN_FLIGHT stay per gateway: each process takes its share, rounded up",
     parse: countOrAuto(256),
   },
+  gatewaySemiSpaceMb: {
+    env: 'GATEWAY_SEMI_SPACE_MB',
+    default: '32',
+    doc: "the gateway's young generation: V8's semi-space in MB, like node's `--max-semi-space-size` (its default is 16). `intake gateway` runs its gateway on a thread of its own process whose heap is made this size (a running process cannot resize its own); 0 = on the main thread with node's default. With GATEWAY_PROCESSES > 1 each process gets it as that node flag",
+    parse: int(0, 1024),
+  },
   host: { env: 'HOST', default: '0.0.0.0', doc: 'listen address of the gateway and the dashboard', parse: nonEmpty },
   enqueueTimeoutMs: {
     env: 'ENQUEUE_TIMEOUT_MS',

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { resourceLimits } from 'node:worker_threads';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Config } from '../common/config.ts';
 import { createJsonPool } from '../common/json-pool.ts';
@@ -83,7 +84,8 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
 
   const port = await listen(server, config.port, config.host);
   if (deps.cluster) deps.cluster.listening(port);
-  else log.info({ port }, 'gateway listening');
+  // On the gateway's own thread (heap-thread.ts), the young generation it was given.
+  else log.info({ port, youngGenerationMb: resourceLimits.maxYoungGenerationSizeMb ?? null }, 'gateway listening');
 
   let closing: Promise<void> | undefined;
   return {

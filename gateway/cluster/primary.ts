@@ -22,7 +22,9 @@ const MINUTE_MS = 60_000;
 export function runGatewayPrimary(config: Config, log: Logger): Promise<number> {
   const processes = config.gatewayProcesses;
   // The default exec and args: this same `intake gateway`. Structured clone carries metric values (NaN, +Inf) as they are.
-  cluster.setupPrimary({ serialization: 'advanced' });
+  // Each process's young generation as a node flag (one process runs a thread instead: heap-thread.ts).
+  const semiSpace = config.gatewaySemiSpaceMb > 0 ? [`--max-semi-space-size=${config.gatewaySemiSpaceMb}`] : [];
+  cluster.setupPrimary({ serialization: 'advanced', execArgv: [...process.execArgv, ...semiSpace] });
   const listening = new Set<Worker>();
   const live = new Set<Worker>();
   const collector = createMetricsCollector();
