@@ -1,6 +1,7 @@
 // `node --import tsx bench/identify-batch-cost.mts`: applyIdentifyBatch alone (no HTTP): wall
-// time and this process's CPU per batch and per call, for batches of 1, 8, 24 and 64 calls of
-// the bench's shape. Where a batch's time goes, without the gateway around it.
+// time, this process's CPU and PostgreSQL's per batch and per call, for batches of 1, 8, 24 and
+// 64 calls of the bench's shape, one batch at a time. Where a batch's time goes, without the
+// gateway around it; the sizes give each side's cost per batch and per call.
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../common/config.ts';
 import { createDb, poolOf } from '../common/db.ts';
@@ -9,6 +10,7 @@ import { migrate } from '../common/migrate.ts';
 import { addressTraitsOf } from '../common/validation/identify.ts';
 import { applyIdentifyBatch } from '../common/store/identify-batch.ts';
 import { toIdentifyCall } from '../common/store/identify-plan.ts';
+import { withCpu } from './cpu-usage.mts';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_bench';
 await migrate(DATABASE_URL);
@@ -38,7 +40,10 @@ for (const size of [1, 8, 24, 64]) {
   for (let i = 0; i < 5; i++) await applyIdentifyBatch(pool, Array.from({ length: size }, nextCall));
   const cpu = process.cpuUsage();
   const t0 = performance.now();
-  for (let i = 0; i < batches; i++) await applyIdentifyBatch(pool, Array.from({ length: size }, nextCall));
+  const { cpu: spent } = await withCpu(process.pid, async () => {
+    for (let i = 0; i < batches; i++) await applyIdentifyBatch(pool, Array.from({ length: size }, nextCall));
+    return {};
+  });
   const wall = performance.now() - t0;
   const used = process.cpuUsage(cpu);
   console.log(
@@ -47,6 +52,8 @@ for (const size of [1, 8, 24, 64]) {
       'wall ms/batch': +(wall / batches).toFixed(2),
       'wall µs/call': Math.round((wall * 1000) / batches / size),
       'client CPU µs/call': Math.round((used.user + used.system) / batches / size),
+      'PostgreSQL CPU ms/batch': +(spent.postgres / batches).toFixed(3),
+      'PostgreSQL CPU µs/call': Math.round((spent.postgres * 1000) / batches / size),
     }),
   );
 }

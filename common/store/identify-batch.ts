@@ -1,13 +1,14 @@
-// Identify's group commit: the calls of one batch in ONE transaction with a fixed number of
-// round trips, through the node-postgres pool (no ORM on this path):
-//   1. BEGIN and the per-user (and, for joining, per-email) advisory locks, in key order;
-//   2. claim every messageId (INSERT … ON CONFLICT DO NOTHING, in key order), read the earlier
-//      claims and the users' profile ids, lock the profiles (and those a joinable email may
-//      join) in id order and read them, in one statement;
-//   (4. batches with consent: lock each address and channel/purpose in key order, read its decision;)
-//   5. write every result set-based in one statement (profiles, user IDs, address history,
+// Identify's group commit: the calls of one batch in ONE transaction of two round trips,
+// through the node-postgres pool (no ORM on this path). Each round trip is statements sent back
+// to back (pg's pipeline mode, pipeline.ts); PostgreSQL runs them in order:
+//   1. BEGIN and the per-user (and, for joining, per-email) advisory locks, in key order; then,
+//      in one statement (whose snapshot is taken once the locks are held): claim every messageId
+//      (INSERT … ON CONFLICT DO NOTHING, in key order), read the earlier claims and the users'
+//      profile ids, lock the profiles (and those a joinable email may join) in id order and read them;
+//   (batches with consent: lock each address and channel/purpose in key order, read its decision;)
+//   2. write every result set-based in one statement (profiles, user IDs, address history,
 //      decisions, outbox rows), COMMIT; then wake the outbox relay (outbox.ts: not inside the
-//      transaction).
+//      transaction). A failed write aborts the transaction, and the COMMIT behind it rolls back.
 // The rules run in between, in memory (identify-plan.ts): on a JSON pool thread when the
 // batch's traits or profiles are large (json-pool.ts), so a multi-MB profile of a bad shape
 // never holds up the gateway's event loop. Every transaction takes its locks in
@@ -20,13 +21,14 @@
 // arrays hold (`= ANY($n)` rather than a join with unnest, which a generic plan may hash).
 // A batch PostgreSQL refuses for its data is split in halves until the refused call is alone:
 // it gets its own error, every other call its answer.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type pg from 'pg';
 import { isWriteConflict, QUERY_TIMEOUT_MS, queryTimeoutFor } from '../db.ts';
 import type { Decision } from '../domain/consent.ts';
 import { hashStored } from '../domain/identity-hash.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
 import { inlineJsonWork, type JsonWork } from '../json-pool.ts';
+import { Pipeline } from '../pipeline.ts';
 import type { OutboxNotify } from './outbox.ts';
 import {
   consentRef,
@@ -102,9 +104,6 @@ async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[], no
   const onError = (err: Error) => (broken = err);
   client.on('error', onError);
   try {
-    await client.query(
-      `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SELECT pg_advisory_xact_lock(k) FROM unnest('{${lockKeys(calls).join(',')}}'::int8[]) AS k`,
-    );
     const now = Date.now();
     const snap = await readSnapshot(client, calls);
     let plan = await planOf(json, calls, snap, now);
@@ -112,8 +111,7 @@ async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[], no
       snap.decisions = await lockDecisions(client, plan);
       plan = await planOf(json, calls, snap, now);
     }
-    await write(client, plan);
-    await client.query('COMMIT');
+    await writeAndCommit(client, plan);
     if (plan.outbox.length) notify?.();
     return plan.verdicts;
   } catch (err) {
@@ -132,7 +130,7 @@ async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[], no
 
 /** A 64-bit advisory lock key (SHA-256 prefix, signed). */
 function advisoryKey(text: string): bigint {
-  return createHash('sha256').update(text).digest().readBigInt64BE(0);
+  return hash('sha256', text, 'buffer').readBigInt64BE(0);
 }
 
 function sortedKeys(keys: Iterable<bigint>): bigint[] {
@@ -157,7 +155,7 @@ function joinEmailOf(c: IdentifyCall): string | null {
 const hex = (text: string) => hashStored(text).toString('hex');
 
 interface ClaimRow {
-  kind: 'prior' | 'claimed' | 'user' | 'profile';
+  kind: 'prior' | 'unclaimed' | 'user' | 'profile';
   env: string;
   /** The key's digest (hex), or the profile's id. */
   hash: string;
@@ -182,7 +180,8 @@ interface StoredClaimRow {
 // key order, so two batches claiming the same messageIds wait for each other in one order),
 // read the earlier claims and the users' profile ids, and lock (id order) and read those
 // profiles and, for joining, every profile holding a joinable email of the batch. Rows
-// committed before the statement began are the priors; a claim that waited for another
+// committed before the statement began are the priors; of the claims, only those it did not
+// insert come back (usually none). A claim that waited for another
 // transaction's insert is read again below.
 const PRIOR_COLUMNS = `'prior' AS kind, i.environment_id AS env, encode(i.message_hash, 'hex') AS hash, i.message_id AS a, i.user_id AS b,
   i.timestamp_ms AS ts, i.traits AS c, NULL::int8 AS e, NULL::json AS f`;
@@ -204,7 +203,8 @@ locked AS (
   ORDER BY p.id FOR UPDATE)
 SELECT ${PRIOR_COLUMNS} FROM identify_messages i JOIN m ON i.environment_id = m.env AND i.message_hash = decode(m.hash, 'hex')
 UNION ALL
-SELECT 'claimed', environment_id, encode(message_hash, 'hex'), NULL, NULL, NULL, NULL, NULL, NULL FROM ins
+SELECT 'unclaimed', m.env, m.hash, NULL, NULL, NULL, NULL, NULL, NULL FROM m
+  WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.environment_id = m.env AND ins.message_hash = decode(m.hash, 'hex'))
 UNION ALL
 SELECT 'user', environment_id, encode(user_hash, 'hex'), user_id, profile_id::text, NULL, NULL, NULL, NULL FROM users
 UNION ALL
@@ -242,9 +242,14 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
   }
   const withClaims = calls.some((c) => c.input.consent.length > 0);
 
-  const claimTimeout = await boundStatement(client, sum(claims.map((m) => m.call.traitsText.length)));
-  const { rows } = await client.query<ClaimRow>(
-    timed(claimTimeout, {
+  const pipe = new Pipeline(client);
+  const claimMs = queryTimeoutFor(sum(claims.map((m) => m.call.traitsText.length)));
+  pipe.query({
+    text: `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; ${largeStatementBound(claimMs)}
+      SELECT pg_advisory_xact_lock(k) FROM unnest('{${lockKeys(calls).join(',')}}'::int8[]) AS k`,
+  });
+  const claim = pipe.query<ClaimRow>(
+    {
       name: `identify-claim-${withClaims}`,
       text: CLAIM_SQL(withClaims),
       values: [
@@ -259,20 +264,24 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
         [...emails],
         [...emailEnvs],
       ],
-    }),
+    },
+    claimMs,
   );
+  await pipe.done();
+  const { rows } = await claim;
   const rowKey = (env: string, hash: string) => `${env}:${hash}`;
   const priorRows = new Map<string, ClaimRow>();
-  const claimed = new Set<string>();
+  // Only the messageIds this statement did not insert come back: usually none.
+  const unclaimed = new Set<string>();
   const userRows = new Map<string, ClaimRow>();
   const profiles = new Map<string, StoredProfile>();
   for (const r of rows) {
     if (r.kind === 'prior') priorRows.set(rowKey(r.env, r.hash), r);
-    else if (r.kind === 'claimed') claimed.add(rowKey(r.env, r.hash));
+    else if (r.kind === 'unclaimed') unclaimed.add(rowKey(r.env, r.hash));
     else if (r.kind === 'user') userRows.set(rowKey(r.env, r.hash), r);
     else profiles.set(r.hash, toStored(r));
   }
-  const unseen = claims.filter((m) => !claimed.has(rowKey(m.call.envId, m.hash)) && !priorRows.has(rowKey(m.call.envId, m.hash)));
+  const unseen = claims.filter((m) => unclaimed.has(rowKey(m.call.envId, m.hash)) && !priorRows.has(rowKey(m.call.envId, m.hash)));
   if (unseen.length) {
     const again = await client.query<ClaimRow>(PRIORS_SQL, [unseen.map((m) => m.call.envId), unseen.map((m) => m.hash)]);
     for (const r of again.rows) priorRows.set(rowKey(r.env, r.hash), r);
@@ -281,7 +290,7 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
   const priors = new Map<string, PriorMessage>();
   for (const [ref, m] of byMessage) {
     const r = priorRows.get(rowKey(m.call.envId, m.hash));
-    if (!r || claimed.has(rowKey(m.call.envId, m.hash))) continue;
+    if (!r || !unclaimed.has(rowKey(m.call.envId, m.hash))) continue;
     priors.set(ref, { messageKey: r.a!, userKey: r.b!, timestampMs: r.ts === null ? null : Number(r.ts), traitsText: r.c! });
   }
   const users = new Map<string, string>();
@@ -312,18 +321,33 @@ SELECT c.environment_id AS env, c.channel, c.purpose, c.address, c.status, c.bas
   FROM consent_decisions c JOIN unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) AS k(env, channel, purpose, hash)
     ON c.environment_id = k.env AND c.channel = k.channel AND c.purpose = k.purpose AND c.address_hash = decode(k.hash, 'hex')`;
 
+interface DecisionDbRow {
+  env: string;
+  channel: Decision['channel'];
+  purpose: Decision['purpose'];
+  address: string;
+  status: Decision['status'];
+  basis: Decision['basis'];
+  source: string;
+  proof_ref: string | null;
+  decided_at: string;
+  expires_at: string | null;
+}
+
 /** Locks each address and channel/purpose the batch decides on (key order), then reads its decision. */
 async function lockDecisions(client: pg.PoolClient, plan: Plan): Promise<Map<string, Decision>> {
   const keys = [...plan.consentKeys.values()];
-  await client.query('SELECT pg_advisory_xact_lock(k) FROM unnest($1::int8[]) AS k', [
-    sortedKeys(keys.map((k) => advisoryKey(`consent:${consentRef(k.envId, k.channel, k.purpose, k.address)}`))).map(String),
-  ]);
-  const { rows } = await client.query(DECISIONS_SQL, [
-    keys.map((k) => k.envId),
-    keys.map((k) => k.channel),
-    keys.map((k) => k.purpose),
-    keys.map((k) => hex(toPgText(k.address))),
-  ]);
+  const pipe = new Pipeline(client);
+  pipe.query({
+    text: 'SELECT pg_advisory_xact_lock(k) FROM unnest($1::int8[]) AS k',
+    values: [sortedKeys(keys.map((k) => advisoryKey(`consent:${consentRef(k.envId, k.channel, k.purpose, k.address)}`))).map(String)],
+  });
+  const read = pipe.query<DecisionDbRow>({
+    text: DECISIONS_SQL,
+    values: [keys.map((k) => k.envId), keys.map((k) => k.channel), keys.map((k) => k.purpose), keys.map((k) => hex(toPgText(k.address)))],
+  });
+  await pipe.done();
+  const { rows } = await read;
   const out = new Map<string, Decision>();
   for (const r of rows) {
     const address = fromPgText(r.address);
@@ -378,30 +402,23 @@ SELECT 1 AS written`;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
- * The bound of the batch's next statement, by the text it carries: a large one gets more time
- * on both sides (SET LOCAL: this transaction only); an ordinary one keeps the pool's.
+ * A large statement's bound, by the text it carries, on the server's side (SET LOCAL: this
+ * transaction only; the client's is the pipeline's); an ordinary one keeps the pool's.
  */
-async function boundStatement(client: pg.PoolClient, chars: number): Promise<number> {
-  const ms = queryTimeoutFor(chars);
-  if (ms > QUERY_TIMEOUT_MS) await client.query(`SET LOCAL statement_timeout = ${ms}`);
-  return ms;
-}
+const largeStatementBound = (ms: number) => (ms > QUERY_TIMEOUT_MS ? `SET LOCAL statement_timeout = ${ms};` : '');
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
-/** node-postgres reads a per-query `query_timeout` (its typings do not list it). */
-function timed<C extends pg.QueryConfig>(ms: number, config: C): C {
-  return Object.assign(config, { query_timeout: ms });
-}
-
-async function write(client: pg.PoolClient, plan: Plan): Promise<void> {
+async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise<void> {
   const created = plan.profiles.filter((p) => p.isNew);
   const updated = plan.profiles.filter((p) => !p.isNew);
   const d = plan.decisions;
   const carried = sum(plan.profiles.map((p) => p.fields.length + p.times.length)) + sum(plan.outbox.map((o) => o.payload.length));
-  const timeout = await boundStatement(client, carried);
-  await client.query(
-    timed(timeout, {
+  const ms = queryTimeoutFor(carried);
+  const pipe = new Pipeline(client);
+  if (ms > QUERY_TIMEOUT_MS) pipe.query({ text: largeStatementBound(ms) });
+  pipe.query(
+    {
       name: 'identify-write',
       text: WRITE_SQL,
       values: [
@@ -442,9 +459,12 @@ async function write(client: pg.PoolClient, plan: Plan): Promise<void> {
         plan.outbox.map((o) => o.kind),
         plan.outbox.map((o) => o.payload),
       ],
-    }),
+    },
+    ms,
   );
-  if (plan.moved.length) await client.query('DELETE FROM profiles WHERE id = ANY($1::uuid[])', [plan.moved.map((m) => m.from)]);
+  if (plan.moved.length) pipe.query({ text: 'DELETE FROM profiles WHERE id = ANY($1::uuid[])', values: [plan.moved.map((m) => m.from)] });
+  pipe.query({ text: 'COMMIT' });
+  await pipe.done();
 }
 
 function compare(a: string, b: string): number {

@@ -1,16 +1,17 @@
 // Identify's group commit at the store: a batch is one transaction applying its calls in
 // arrival order; duplicates and conflicting reuse inside one batch; every kind of call
 // (traits only, consent only, join by email) on the one path; a call the database refuses at
-// apply time fails alone, in a batch of 50 and through the gateway.
+// apply time fails alone, in a batch of 50 and through the gateway; a batch is two round trips.
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
-import { poolOf } from '../../common/db.ts';
+import { createDb, poolOf } from '../../common/db.ts';
 import { stringifyJson } from '../../common/domain/json-text.ts';
 import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
 import { toIdentifyCall, type IdentifyCall } from '../../common/store/identify-plan.ts';
 import { addressTraitsOf, type ConsentDecisionInput, type IdentifyInput } from '../../common/validation/identify.ts';
 import { request } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
+import { startProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, ownDatabase, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
@@ -171,4 +172,45 @@ test('through the gateway: 50 calls at once, one refused: it answers 500 alone, 
   );
   replies.forEach((r, i) => t.is(r.status, i === 31 ? 500 : 200, `call ${i}: ${r.text}`));
   t.deepEqual(replies[31].json, { error: 'Internal error' });
+});
+
+test('a batch is two round trips (BEGIN, locks and claim; write and COMMIT), three with consent', async (t) => {
+  const tenant = await newTenant(h);
+  const target = new URL(poolOf(h.db).options.connectionString!);
+  const relay = await startProxy(Number(target.port || 5432), target.hostname);
+  target.port = String(relay.port);
+  const db = createDb({ databaseUrl: target.toString(), databasePoolSize: 1 });
+  try {
+    const pool = poolOf(db);
+    await pool.query('SELECT 1'); // the connection's start-up is not the batch's
+    const batch = (n: number, extra: Partial<IdentifyInput> = {}) =>
+      Array.from({ length: n }, (_, i) => call(tenant, input(`rt-${i}`, { n: i, email: `rt-${i}@example.com` }, extra)));
+    relay.resetRoundTrips();
+    t.deepEqual(await applyIdentifyBatch(pool, batch(20)), Array(20).fill('applied'));
+    t.is(relay.roundTrips(), 2);
+    relay.resetRoundTrips();
+    t.deepEqual(await applyIdentifyBatch(pool, batch(20, { consent: [grant('email', BASE)] })), Array(20).fill('applied'));
+    t.is(relay.roundTrips(), 3, 'the decisions are locked and read in one more');
+    t.is((await profileOf(tenant, 'rt-3')).fields.n, 3);
+  } finally {
+    // The pool itself: Prisma's $disconnect leaves a pool it never used open (until its idle timeout).
+    await poolOf(db).end();
+    await relay.close();
+  }
+});
+
+test('a write PostgreSQL refuses rolls back the COMMIT sent behind it: nothing of the batch is kept', async (t) => {
+  const tenant = await newTenant(h);
+  const calls = [call(tenant, input('rb-ok', { n: 1 })), call(tenant, input('rb-poison', { mark: POISON }))];
+  // Both in one batch: the write fails, the batch is split, and only the refused call fails.
+  const outcomes = await applyIdentifyBatch(poolOf(h.db), calls, { attempts: 1 });
+  t.is(outcomes[0], 'applied');
+  t.true(outcomes[1] instanceof Error);
+  t.is(await profileOf(tenant, 'rb-poison'), undefined);
+  const claims = await poolOf(h.db).query('SELECT message_id FROM identify_messages WHERE environment_id = $1', [tenant.environmentId]);
+  t.deepEqual(
+    claims.rows.map((r) => r.message_id),
+    [calls[0].messageKey],
+    "the refused call's claim was rolled back with its write",
+  );
 });

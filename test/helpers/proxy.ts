@@ -10,11 +10,16 @@ export interface Proxy {
   /** Accept connections but never forward a byte (like a server that hangs). */
   stall(): void;
   restore(): void;
+  /** Round trips so far: bursts a client sent after the server last answered (the first included). */
+  roundTrips(): number;
+  resetRoundTrips(): void;
   close(): Promise<void>;
 }
 
 export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<Proxy> {
   let mode: 'open' | 'cut' | 'stall' = 'open';
+  let trips = 0;
+  let answered = true;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     sockets.add(client);
@@ -30,6 +35,11 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
     });
     upstream.on('error', () => client.destroy());
     client.on('close', () => upstream.destroy());
+    client.on('data', () => {
+      if (answered) trips++;
+      answered = false;
+    });
+    upstream.on('data', () => (answered = true));
     client.pipe(upstream);
     upstream.pipe(client);
   });
@@ -54,6 +64,8 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
       mode = 'open';
       dropAll();
     },
+    roundTrips: () => trips,
+    resetRoundTrips: () => void (trips = 0),
     close: () =>
       new Promise<void>((resolve) => {
         dropAll();
