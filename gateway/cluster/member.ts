@@ -61,7 +61,12 @@ function shareMetrics(registry: Registry): MetricsSource {
     if (!isMessage<ToProcess>(message)) return;
     if (message.type === 'intake:metrics-collect') {
       const { id } = message;
-      void registry.getMetricsAsJSON().then((metrics) => send({ type: 'intake:metrics-part', id, metrics }));
+      // A collection that fails sends nothing: the primary answers that scrape 503 after
+      // PART_TIMEOUT_MS; unheard, the rejection would end this process and its requests in flight.
+      registry.getMetricsAsJSON().then(
+        (metrics) => send({ type: 'intake:metrics-part', id, metrics }),
+        () => {},
+      );
     } else if (message.type === 'intake:metrics-result') {
       settle(message.id, 'text' in message ? { text: message.text } : { error: metricsUnavailable(message.error) });
     }

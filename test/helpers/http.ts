@@ -60,8 +60,8 @@ export function trackBody(overrides: Record<string, unknown> = {}): Record<strin
 export interface HalfSent {
   /** Sends the rest of the body. */
   finish(): void;
-  /** The answer: status and X-Request-Id; status 0 when the connection dropped (so an assertion names it). */
-  reply: Promise<{ status: number; requestId: string }>;
+  /** The answer: status and X-Request-Id; status 0 and the client's error when the connection dropped (so an assertion names it). */
+  reply: Promise<{ status: number; requestId: string; error?: string }>;
 }
 
 /**
@@ -80,12 +80,12 @@ export function halfSentTracks(url: string, slug: string, key: string, count: nu
       agent: false,
       headers: { 'x-api-key': key, 'content-type': 'application/json', 'content-length': body.length },
     });
-    const reply = new Promise<{ status: number; requestId: string }>((resolve) => {
+    const reply = new Promise<{ status: number; requestId: string; error?: string }>((resolve) => {
       req.on('response', (res) => {
         res.resume();
         resolve({ status: res.statusCode ?? 0, requestId: String(res.headers['x-request-id'] ?? '') });
       });
-      req.on('error', () => resolve({ status: 0, requestId: '' }));
+      req.on('error', (err) => resolve({ status: 0, requestId: '', error: `${Date.now()} ${err.message}` }));
     });
     req.write(body.subarray(0, 20));
     return { finish: () => req.end(body.subarray(20)), reply };
