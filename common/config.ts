@@ -126,6 +126,12 @@ const settings = {
     doc: 'Identify batches one gateway applies at once; later calls wait and go together in the next batch (at most DATABASE_POOL_SIZE is useful)',
     parse: int(1, 500),
   },
+  identifyCacheMb: {
+    env: 'IDENTIFY_CACHE_MB',
+    default: '64',
+    doc: "profiles a gateway keeps from its last Identify writes (MB of their traits' text): a batch of them is applied in one round trip, on the condition that no one changed them since (else it takes the locked path); 0 = every batch takes the locked path",
+    parse: int(0, 65_536),
+  },
   keyCacheTtlMs: {
     env: 'KEY_CACHE_TTL_MS',
     default: '30000',

@@ -11,7 +11,13 @@ export class Pipeline {
   /** The server-side bounds of the statements sent so far: the client waits for all of them. */
   private ahead = 0;
 
-  constructor(private readonly client: pg.PoolClient) {}
+  /** The connection's socket, corked while statements are added: they leave in one write. */
+  private readonly socket: { cork(): void; uncork(): void } | undefined;
+
+  constructor(private readonly client: pg.PoolClient) {
+    this.socket = (client as unknown as { connection?: { stream?: { cork(): void; uncork(): void } } }).connection?.stream;
+    this.socket?.cork();
+  }
 
   /** Sends a statement now; `ms`: its bound on the server (statement_timeout), the pool's by default. */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(config: pg.QueryConfig, ms = QUERY_TIMEOUT_MS): Promise<pg.QueryResult<R>> {
@@ -25,6 +31,7 @@ export class Pipeline {
 
   /** Waits for every statement sent; throws the first failure in the order sent. */
   async done(): Promise<void> {
+    this.socket?.uncork();
     const outcomes = await Promise.allSettled(this.sent);
     const failed = outcomes.find((o) => o.status === 'rejected');
     if (failed) throw failed.reason;

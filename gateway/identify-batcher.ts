@@ -7,11 +7,14 @@ import { createGroupBatch, type GroupBatch, type GroupBatchOptions } from '../co
 import { applyIdentifyBatch } from '../common/store/identify-batch.ts';
 import { createOutboxNotify } from '../common/store/outbox.ts';
 import type { IdentifyCall, Verdict } from '../common/store/identify-plan.ts';
+import { ProfileCache } from '../common/store/profile-cache.ts';
 
 export type IdentifyBatcher = GroupBatch<IdentifyCall, Verdict>;
 
-/** `json`: where a large batch's rules run (off the event loop). */
-export function createIdentifyBatcher(pool: pg.Pool, json: JsonWork, options: GroupBatchOptions): IdentifyBatcher {
+/** `json`: where a large batch's rules run (off the event loop); `cacheMb`: the profile cache's size (0: none). */
+export function createIdentifyBatcher(pool: pg.Pool, json: JsonWork, options: GroupBatchOptions & { cacheMb: number }): IdentifyBatcher {
   const notify = createOutboxNotify(pool);
-  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, { json, notify }), options);
+  // Characters of text, about bytes for the ASCII most traits are.
+  const cache = options.cacheMb > 0 ? new ProfileCache(options.cacheMb * 1_048_576) : undefined;
+  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, { json, notify, cache }), options);
 }

@@ -47,7 +47,11 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
     onBatch: metrics.observeBatch,
   });
   const json = createJsonPool({ threads: deps.cluster?.jsonThreads });
-  const identifyBatcher = createIdentifyBatcher(poolOf(db), json, { maxBatch: config.identifyBatchMax, maxInFlight: config.identifyBatchesInFlight });
+  const identifyBatcher = createIdentifyBatcher(poolOf(db), json, {
+    maxBatch: config.identifyBatchMax,
+    maxInFlight: config.identifyBatchesInFlight,
+    cacheMb: config.identifyCacheMb,
+  });
   // Reads hold a connection for one statement: up to the pool less what Identify's batches use
   // (at least two, so one slow read, say a connection attempt to a stalled server, does not
   // hold every other read for its whole timeout).

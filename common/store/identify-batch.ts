@@ -1,6 +1,8 @@
-// Identify's group commit: the calls of one batch in ONE transaction of two round trips,
-// through the node-postgres pool (no ORM on this path). Each round trip is statements sent back
-// to back (pg's pipeline mode, pipeline.ts); PostgreSQL runs them in order:
+// Identify's group commit: the calls of one batch in ONE transaction, through the node-postgres
+// pool (no ORM on this path). A batch whose profiles this gateway cached takes one round trip
+// (identify-cached.ts); any other, or one whose cache was stale, takes the locked path below,
+// two round trips. Each round trip is statements sent back to back (pg's pipeline mode,
+// pipeline.ts); PostgreSQL runs them in order:
 //   1. BEGIN and the per-user (and, for joining, per-email) advisory locks, in key order; then,
 //      in one statement (whose snapshot is taken once the locks are held): claim every messageId
 //      (INSERT … ON CONFLICT DO NOTHING, in key order), read the earlier claims and the users'
@@ -25,14 +27,26 @@ import { hash } from 'node:crypto';
 import type pg from 'pg';
 import { isWriteConflict, QUERY_TIMEOUT_MS, queryTimeoutFor } from '../db.ts';
 import type { Decision } from '../domain/consent.ts';
-import { hashStored } from '../domain/identity-hash.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
 import { inlineJsonWork, type JsonWork } from '../json-pool.ts';
 import { Pipeline } from '../pipeline.ts';
+import { writeCached } from './identify-cached.ts';
+import {
+  addressClaimAndOutboxValues,
+  carriedChars,
+  claimValues,
+  compare,
+  hex,
+  INSERT_ADDRESS_CLAIMS_AND_OUTBOX,
+  INSERT_CLAIMS,
+  iso,
+  messageClaims,
+  sum,
+} from './identify-rows.ts';
 import type { OutboxNotify } from './outbox.ts';
+import type { ProfileCache } from './profile-cache.ts';
 import {
   consentRef,
-  messageRef,
   SnapshotChanged,
   userRef,
   type IdentifyCall,
@@ -52,13 +66,15 @@ export interface BatchOptions {
   attempts?: number;
   /** Called after a commit that wrote outbox rows (outbox.ts). */
   notify?: OutboxNotify;
+  /** The profiles this gateway wrote last: a batch of them takes the one-round-trip path (identify-cached.ts). */
+  cache?: ProfileCache;
 }
 
 /** Apply a batch; one outcome per call, in order. Never rejects. */
 export async function applyIdentifyBatch(pool: pg.Pool, calls: IdentifyCall[], options: BatchOptions = {}): Promise<BatchOutcome[]> {
-  const { json = inlineJsonWork, attempts = 5, notify } = options;
+  const { json = inlineJsonWork, attempts = 5, notify, cache } = options;
   try {
-    return await retrying(() => runBatch(pool, json, calls, notify), attempts);
+    return await retrying(() => runBatch(pool, json, calls, notify, cache), attempts);
   } catch (err) {
     if (calls.length === 1 || !isDataError(err)) return calls.map(() => err as Error);
     // Halves in arrival order: the first commits before the second starts.
@@ -96,7 +112,13 @@ function hasSqlState(err: unknown): boolean {
   return typeof code === 'string' && code.length === 5;
 }
 
-async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[], notify: OutboxNotify | undefined): Promise<Verdict[]> {
+async function runBatch(
+  pool: pg.Pool,
+  json: JsonWork,
+  calls: IdentifyCall[],
+  notify: OutboxNotify | undefined,
+  cache: ProfileCache | undefined,
+): Promise<Verdict[]> {
   const client = await pool.connect();
   let broken: Error | undefined;
   // A checked-out client whose connection drops between statements emits 'error'; unheard,
@@ -105,15 +127,23 @@ async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[], no
   client.on('error', onError);
   try {
     const now = Date.now();
+    const cached = cache?.snapshotFor(calls);
+    if (cached) {
+      const plan = await planOf(json, calls, cached.snapshot, now);
+      const version = await writeCached(client, calls, cached, plan).catch((err: unknown) => {
+        // Stale, or refused for its data: the locked path below reads what is stored (and isolates a bad call).
+        if (hasSqlState(err)) return null;
+        throw err;
+      });
+      if (version !== null) return committed(plan, version);
+    }
     const snap = await readSnapshot(client, calls);
     let plan = await planOf(json, calls, snap, now);
     if (plan.consentKeys.size) {
       snap.decisions = await lockDecisions(client, plan);
       plan = await planOf(json, calls, snap, now);
     }
-    await writeAndCommit(client, plan);
-    if (plan.outbox.length) notify?.();
-    return plan.verdicts;
+    return committed(plan, await writeAndCommit(client, plan));
   } catch (err) {
     // After a timeout or a lost connection a ROLLBACK would wait as long again: the connection
     // is dropped instead (PostgreSQL rolls back what it held).
@@ -123,6 +153,12 @@ async function runBatch(pool: pg.Pool, json: JsonWork, calls: IdentifyCall[], no
   } finally {
     client.off('error', onError);
     client.release(broken);
+  }
+
+  function committed(plan: Plan, version: string): Verdict[] {
+    cache?.remember(plan, version);
+    if (plan.outbox.length) notify?.();
+    return plan.verdicts;
   }
 }
 
@@ -151,8 +187,6 @@ function lockKeys(calls: IdentifyCall[]): bigint[] {
 function joinEmailOf(c: IdentifyCall): string | null {
   return c.joinByEmail ? c.joinEmail : null;
 }
-
-const hex = (text: string) => hashStored(text).toString('hex');
 
 interface ClaimRow {
   kind: 'prior' | 'unclaimed' | 'user' | 'profile';
@@ -190,9 +224,7 @@ const ADDRESS_HISTORY = `(SELECT coalesce(json_agg(json_build_object('channel', 
 const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)::int8`;
 const CLAIM_SQL = (withClaims: boolean) => `
 WITH m AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::text[]) AS m(env, hash, id, user_id, ts, traits)),
-ins AS (
-  INSERT INTO identify_messages (environment_id, message_id, message_hash, user_id, timestamp_ms, traits)
-  SELECT env, id, decode(hash, 'hex'), user_id, ts, traits FROM m ON CONFLICT DO NOTHING
+ins AS (${INSERT_CLAIMS(1)}
   RETURNING environment_id, message_hash),
 users AS (
   SELECT u.environment_id, u.user_hash, u.user_id, u.profile_id
@@ -227,10 +259,7 @@ async function planOf(json: JsonWork, calls: IdentifyCall[], snap: Snapshot, now
 }
 
 async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promise<Snapshot> {
-  // One claim per messageId (its first call); later copies are weighed against it in memory.
-  const byMessage = new Map<string, { call: IdentifyCall; hash: string }>();
-  for (const c of calls) if (!byMessage.has(messageRef(c))) byMessage.set(messageRef(c), { call: c, hash: hex(c.messageKey) });
-  const claims = [...byMessage.values()].sort((x, y) => compare(x.call.envId + x.hash, y.call.envId + y.hash));
+  const { byMessage, sorted: claims } = messageClaims(calls);
   const byUser = new Map<string, { call: IdentifyCall; hash: string }>();
   for (const c of calls) if (!byUser.has(userRef(c))) byUser.set(userRef(c), { call: c, hash: hex(c.userKey) });
   const userList = [...byUser.values()];
@@ -252,18 +281,7 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
     {
       name: `identify-claim-${withClaims}`,
       text: CLAIM_SQL(withClaims),
-      values: [
-        claims.map((m) => m.call.envId),
-        claims.map((m) => m.hash),
-        claims.map((m) => m.call.messageKey),
-        claims.map((m) => m.call.userKey),
-        claims.map((m) => m.call.input.timestampMs),
-        claims.map((m) => m.call.traitsText),
-        userList.map((u) => u.call.envId),
-        userList.map((u) => u.hash),
-        [...emails],
-        [...emailEnvs],
-      ],
+      values: [...claimValues(claims), userList.map((u) => u.call.envId), userList.map((u) => u.hash), [...emails], [...emailEnvs]],
     },
     claimMs,
   );
@@ -385,21 +403,15 @@ moved_users AS (
   UPDATE profile_users u SET profile_id = ($18::uuid[])[array_position($17::uuid[], u.profile_id)] WHERE u.profile_id = ANY($17::uuid[])),
 moved_claims AS (
   UPDATE address_claims c SET profile_id = ($18::uuid[])[array_position($17::uuid[], c.profile_id)] WHERE c.profile_id = ANY($17::uuid[])),
-new_claims AS (
-  INSERT INTO address_claims (profile_id, channel, value, at) SELECT * FROM unnest($19::uuid[], $20::text[], $21::text[], $22::int8[])),
 decisions AS (
   INSERT INTO consent_decisions (environment_id, channel, purpose, address, address_hash, status, basis, source, proof_ref, decided_at, expires_at, updated_at)
   SELECT env, channel, purpose, address, decode(hash, 'hex'), status, basis, source, proof_ref, decided_at, expires_at, now()
-  FROM unnest($23::uuid[], $24::text[], $25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::text[], $31::text[], $32::int8[], $33::int8[])
+  FROM unnest($19::uuid[], $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::text[], $26::text[], $27::text[], $28::int8[], $29::int8[])
     AS t(env, channel, purpose, address, hash, status, basis, source, proof_ref, decided_at, expires_at)
   ON CONFLICT (environment_id, channel, purpose, address_hash) DO UPDATE SET
     address = EXCLUDED.address, status = EXCLUDED.status, basis = EXCLUDED.basis, source = EXCLUDED.source, proof_ref = EXCLUDED.proof_ref,
-    decided_at = EXCLUDED.decided_at, expires_at = EXCLUDED.expires_at, updated_at = now()),
-outbox AS (
-  INSERT INTO outbox_events (environment_id, kind, payload) SELECT * FROM unnest($34::uuid[], $35::text[], $36::text[]))
-SELECT 1 AS written`;
-
-const iso = (ms: number) => new Date(ms).toISOString();
+    decided_at = EXCLUDED.decided_at, expires_at = EXCLUDED.expires_at, updated_at = now()),${INSERT_ADDRESS_CLAIMS_AND_OUTBOX(30)}
+SELECT pg_current_xact_id()::xid::text AS version`;
 
 /**
  * A large statement's bound, by the text it carries, on the server's side (SET LOCAL: this
@@ -407,17 +419,15 @@ const iso = (ms: number) => new Date(ms).toISOString();
  */
 const largeStatementBound = (ms: number) => (ms > QUERY_TIMEOUT_MS ? `SET LOCAL statement_timeout = ${ms};` : '');
 
-const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
-
-async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise<void> {
+/** Writes the plan and commits; resolves with the transaction's id (the written profiles' version, profile-cache.ts). */
+async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise<string> {
   const created = plan.profiles.filter((p) => p.isNew);
   const updated = plan.profiles.filter((p) => !p.isNew);
   const d = plan.decisions;
-  const carried = sum(plan.profiles.map((p) => p.fields.length + p.times.length)) + sum(plan.outbox.map((o) => o.payload.length));
-  const ms = queryTimeoutFor(carried);
+  const ms = queryTimeoutFor(carriedChars(plan));
   const pipe = new Pipeline(client);
   if (ms > QUERY_TIMEOUT_MS) pipe.query({ text: largeStatementBound(ms) });
-  pipe.query(
+  const write = pipe.query<{ version: string }>(
     {
       name: 'identify-write',
       text: WRITE_SQL,
@@ -440,10 +450,6 @@ async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise<void> 
         plan.users.map((u) => u.profileId),
         plan.moved.map((m) => m.from),
         plan.moved.map((m) => m.to),
-        plan.claims.map((c) => c.profileId),
-        plan.claims.map((c) => c.channel),
-        plan.claims.map((c) => toPgText(c.value)),
-        plan.claims.map((c) => String(c.at)),
         d.map((r) => r.envId),
         d.map((r) => r.decision.channel),
         d.map((r) => r.decision.purpose),
@@ -455,9 +461,7 @@ async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise<void> 
         d.map((r) => (r.decision.proofRef === null ? null : toPgText(r.decision.proofRef))),
         d.map((r) => String(r.decision.decidedAt)),
         d.map((r) => (r.decision.expiresAt === null ? null : String(r.decision.expiresAt))),
-        plan.outbox.map((o) => o.envId),
-        plan.outbox.map((o) => o.kind),
-        plan.outbox.map((o) => o.payload),
+        ...addressClaimAndOutboxValues(plan),
       ],
     },
     ms,
@@ -465,8 +469,5 @@ async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise<void> 
   if (plan.moved.length) pipe.query({ text: 'DELETE FROM profiles WHERE id = ANY($1::uuid[])', values: [plan.moved.map((m) => m.from)] });
   pipe.query({ text: 'COMMIT' });
   await pipe.done();
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  return (await write).rows[0].version;
 }

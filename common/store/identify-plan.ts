@@ -104,6 +104,8 @@ export interface Plan {
   /** Stored profiles joined into another: their user IDs and claims move to `to`, then they are deleted. */
   moved: { from: string; to: string }[];
   users: { envId: string; userKey: string; profileId: string }[];
+  /** Every user of the batch (userRef) and the profile it ends on: what a cache of profiles learns (profile-cache.ts). */
+  userProfiles: [userRef: string, profileId: string][];
   claims: { profileId: string; channel: Channel; value: string; at: number }[];
   decisions: DecisionRow[];
   outbox: { envId: string; kind: string; payload: string }[];
@@ -138,7 +140,7 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
   const users = new Map(snap.users);
   const seen = new Map<string, PriorMessage>();
   const decisions = new Map(snap.decisions ?? []);
-  const plan: Plan = { verdicts: [], profiles: [], moved: [], users: [], claims: [], decisions: [], outbox: [], consentKeys: new Map() };
+  const plan: Plan = { verdicts: [], profiles: [], moved: [], users: [], userProfiles: [], claims: [], decisions: [], outbox: [], consentKeys: new Map() };
   const decisionWrites = new Map<string, DecisionRow>();
   const newUsers = new Map<string, { envId: string; userKey: string; profileId: string }>();
   let claimOrder = NEW_CLAIM_ORDER;
@@ -267,6 +269,7 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
     }
   }
   for (const u of newUsers.values()) plan.users.push({ ...u, profileId: final(u.profileId) });
+  for (const [ref, id] of users) plan.userProfiles.push([ref, final(id)]);
   for (const c of plan.claims) c.profileId = final(c.profileId);
   plan.decisions = [...decisionWrites.values()];
   return plan;

@@ -1,13 +1,16 @@
 // Identify's group commit at the store: a batch is one transaction applying its calls in
 // arrival order; duplicates and conflicting reuse inside one batch; every kind of call
 // (traits only, consent only, join by email) on the one path; a call the database refuses at
-// apply time fails alone, in a batch of 50 and through the gateway; a batch is two round trips.
+// apply time fails alone, in a batch of 50 and through the gateway; a batch is two round trips,
+// one when its profiles are cached, and a stale cache or a used messageId falls back to the
+// locked path's answers.
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { createDb, poolOf } from '../../common/db.ts';
 import { stringifyJson } from '../../common/domain/json-text.ts';
 import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
 import { toIdentifyCall, type IdentifyCall } from '../../common/store/identify-plan.ts';
+import { ProfileCache } from '../../common/store/profile-cache.ts';
 import { addressTraitsOf, type ConsentDecisionInput, type IdentifyInput } from '../../common/validation/identify.ts';
 import { request } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
@@ -213,4 +216,66 @@ test('a write PostgreSQL refuses rolls back the COMMIT sent behind it: nothing o
     [calls[0].messageKey],
     "the refused call's claim was rolled back with its write",
   );
+});
+
+/** A pool of one connection through a relay that counts round trips. */
+async function countedPool(t: { teardown(fn: () => Promise<void>): void }) {
+  const target = new URL(poolOf(h.db).options.connectionString!);
+  const relay = await startProxy(Number(target.port || 5432), target.hostname);
+  target.port = String(relay.port);
+  const db = createDb({ databaseUrl: target.toString(), databasePoolSize: 1 });
+  t.teardown(async () => {
+    await poolOf(db).end();
+    await relay.close();
+  });
+  await poolOf(db).query('SELECT 1');
+  return { pool: poolOf(db), relay };
+}
+
+test('a batch of cached profiles is one round trip; one whose row changed since takes the locked path and merges over what is stored', async (t) => {
+  const tenant = await newTenant(h);
+  const { pool, relay } = await countedPool(t);
+  const cache = new ProfileCache(1_000_000);
+  const batch = (round: number) => Array.from({ length: 20 }, (_, i) => call(tenant, input(`cp-${i}`, { round, email: `cp-${i}@example.com` })));
+  relay.resetRoundTrips();
+  t.deepEqual(await applyIdentifyBatch(pool, batch(1), { cache }), Array(20).fill('applied'));
+  t.is(relay.roundTrips(), 2, 'new users: the locked path');
+  relay.resetRoundTrips();
+  t.deepEqual(await applyIdentifyBatch(pool, batch(2), { cache }), Array(20).fill('applied'));
+  t.is(relay.roundTrips(), 1, 'every profile cached: one round trip');
+  t.is((await profileOf(tenant, 'cp-7')).fields.round, 2);
+
+  // Another writer changes one profile behind the cache's back.
+  const before = await profileOf(tenant, 'cp-3');
+  await poolOf(h.db).query(`UPDATE profiles SET fields = $2, trait_times = $3 WHERE id = $1`, [
+    before.id,
+    JSON.stringify({ ...before.fields, other: 'writer' }),
+    JSON.stringify({ ...before.times, other: 1 }),
+  ]);
+  relay.resetRoundTrips();
+  t.deepEqual(await applyIdentifyBatch(pool, batch(3), { cache }), Array(20).fill('applied'));
+  t.is(relay.roundTrips(), 3, 'the cached write failed as a whole, then the locked path');
+  t.like((await profileOf(tenant, 'cp-3')).fields, { round: 3, other: 'writer' });
+  t.is((await profileOf(tenant, 'cp-4')).fields.round, 3);
+  const claims = await poolOf(h.db).query('SELECT count(*)::int AS n FROM identify_messages WHERE environment_id = $1', [tenant.environmentId]);
+  t.is(claims.rows[0].n, 60, 'the failed cached write left no claim behind');
+
+  relay.resetRoundTrips();
+  t.deepEqual(await applyIdentifyBatch(pool, batch(4), { cache }), Array(20).fill('applied'));
+  t.is(relay.roundTrips(), 1, 'the locked path refreshed the cache');
+});
+
+test('a cached batch with messageIds already used answers duplicate and conflict as the locked path does', async (t) => {
+  const tenant = await newTenant(h);
+  const cache = new ProfileCache(1_000_000);
+  const pool = poolOf(h.db);
+  const first = call(tenant, input('dup-a', { n: 1 }, { messageId: 'm-dup-1' }));
+  t.deepEqual(await applyIdentifyBatch(pool, [first, call(tenant, input('dup-b', { n: 1 }))], { cache }), ['applied', 'applied']);
+  const retry = call(tenant, input('dup-a', { n: 1 }, { messageId: 'm-dup-1' }));
+  const reuse = call(tenant, input('dup-b', { n: 2 }, { messageId: 'm-dup-1' }));
+  const fresh = call(tenant, input('dup-b', { n: 3 }));
+  t.not(cache.snapshotFor([retry, reuse, fresh]), null, 'both users are cached');
+  t.deepEqual(await applyIdentifyBatch(pool, [retry, reuse, fresh], { cache }), ['duplicate', 'conflict', 'applied']);
+  t.is((await profileOf(tenant, 'dup-b')).fields.n, 3);
+  t.is((await profileOf(tenant, 'dup-a')).fields.n, 1);
 });

@@ -1,0 +1,79 @@
+// Identify's cached path: a batch whose profiles this gateway holds (profile-cache.ts) is
+// planned from them and written in ONE round trip: BEGIN, one statement, COMMIT, sent back to
+// back (pipeline.ts). The statement claims the messageIds and updates each profile only if its
+// row is still at the cached version (xmin), with the batch's address history and outbox
+// rows; unless every claim was new and every profile current, it fails (40001, the migration's
+// intake_assert_current) and the COMMIT behind it rolls the whole batch back. The caller then
+// runs the locked path (identify-batch.ts), which reads and locks what is stored, so its
+// answers (a duplicate, a conflict, a change another gateway made) are the stored truth.
+// Measured (README, Performance): the locked path's two round trips, its advisory locks and
+// the profile rows it reads back were most of an Identify batch's time.
+import type pg from 'pg';
+import { QUERY_TIMEOUT_MS, queryTimeoutFor } from '../db.ts';
+import { Pipeline } from '../pipeline.ts';
+import type { CachedSnapshot } from './profile-cache.ts';
+import type { IdentifyCall, Plan } from './identify-plan.ts';
+import {
+  addressClaimAndOutboxValues,
+  carriedChars,
+  claimValues,
+  compare,
+  INSERT_ADDRESS_CLAIMS_AND_OUTBOX,
+  INSERT_CLAIMS,
+  iso,
+  messageClaims,
+} from './identify-rows.ts';
+
+const CACHED_WRITE_SQL = `
+WITH
+claims AS (${INSERT_CLAIMS(1)} RETURNING 1),
+updated AS (
+  UPDATE profiles p SET fields = t.fields, trait_times = t.times, updated_at = t.updated_at, email = t.email
+  FROM unnest($7::uuid[], $8::xid[], $9::text[], $10::text[], $11::timestamptz[], $12::text[]) AS t(id, version, fields, times, updated_at, email)
+  WHERE p.id = t.id AND p.xmin = t.version
+  RETURNING 1),
+${INSERT_ADDRESS_CLAIMS_AND_OUTBOX(13)}
+SELECT intake_assert_current((SELECT count(*) FROM claims) = cardinality($1::uuid[]) AND (SELECT count(*) FROM updated) = cardinality($7::uuid[])) AS ok,
+  pg_current_xact_id()::xid::text AS version`;
+
+/** PostgreSQL's answer when the batch's cache was stale (intake_assert_current). */
+export function isStale(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === '40001' && typeof e.message === 'string' && e.message.startsWith('identify batch: cached snapshot is stale');
+}
+
+/**
+ * Writes a plan made from `cached` and commits, in one round trip; resolves with the
+ * transaction's id (the profiles' new version). Rejects when the cache was stale (isStale) or
+ * PostgreSQL refused the batch: nothing was written, the connection is out of its transaction.
+ */
+export async function writeCached(client: pg.PoolClient, calls: IdentifyCall[], cached: CachedSnapshot, plan: Plan): Promise<string> {
+  // Every profile of the snapshot is written (each has an applied call, or none of its calls was new and the claim fails).
+  const profiles = plan.profiles.filter((p) => !p.isNew).sort((x, y) => compare(x.id, y.id));
+  if (profiles.length !== plan.profiles.length || plan.moved.length || plan.users.length || plan.decisions.length) {
+    throw new Error('a cached batch planned rows the cached path does not write');
+  }
+  const ms = queryTimeoutFor(carriedChars(plan) + calls.reduce((n, c) => n + c.traitsText.length, 0));
+  const pipe = new Pipeline(client);
+  pipe.query({ text: `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan;${ms > QUERY_TIMEOUT_MS ? ` SET LOCAL statement_timeout = ${ms};` : ''}` });
+  const write = pipe.query<{ version: string }>(
+    {
+      name: 'identify-cached-write',
+      text: CACHED_WRITE_SQL,
+      values: [
+        ...claimValues(messageClaims(calls).sorted),
+        profiles.map((p) => p.id),
+        profiles.map((p) => cached.versions.get(p.id)),
+        profiles.map((p) => p.fields),
+        profiles.map((p) => p.times),
+        profiles.map((p) => iso(p.updatedAt)),
+        profiles.map((p) => p.email),
+        ...addressClaimAndOutboxValues(plan),
+      ],
+    },
+    ms,
+  );
+  pipe.query({ text: 'COMMIT' });
+  await pipe.done();
+  return (await write).rows[0].version;
+}

@@ -1,0 +1,119 @@
+// The profile cache behind Identify's one-round-trip path (common/store/profile-cache.ts): a
+// batch is served from it only when every call's profile is held and no call needs what it
+// does not keep; it keeps what committed batches wrote, within its size.
+import test from 'ava';
+import { stringifyJson } from '../../common/domain/json-text.ts';
+import { toIdentifyCall, type Plan } from '../../common/store/identify-plan.ts';
+import { ProfileCache } from '../../common/store/profile-cache.ts';
+import { addressTraitsOf, type IdentifyInput } from '../../common/validation/identify.ts';
+
+const ENV = '00000000-0000-4000-8000-000000000001';
+
+function call(userId: string, traits: Record<string, unknown> = {}, extra: Partial<IdentifyInput> = {}, features: string[] = []) {
+  const input: IdentifyInput = {
+    userId,
+    traitsText: stringifyJson(traits),
+    addressTraits: addressTraitsOf(traits),
+    messageId: null,
+    timestamp: null,
+    timestampMs: null,
+    consent: [],
+    ...extra,
+  };
+  return toIdentifyCall({ id: ENV, features }, input, 1000);
+}
+
+function written(users: [string, string][], fieldsOf: (id: string) => string = () => '{"a":1}', moved: Plan['moved'] = []): Plan {
+  const ids = [...new Set(users.map(([, id]) => id))];
+  return {
+    verdicts: [],
+    profiles: ids.map((id) => ({ id, envId: ENV, fields: fieldsOf(id), times: '{"a":1}', updatedAt: 1, email: null, createdAt: 1, isNew: false })),
+    moved,
+    users: [],
+    userProfiles: users.map(([u, id]) => [`${ENV}:${u}`, id]),
+    claims: [],
+    decisions: [],
+    outbox: [],
+    consentKeys: new Map(),
+  };
+}
+
+test('a batch is served only when every user is held: its snapshot has their profiles and the versions they were written at', (t) => {
+  const cache = new ProfileCache(1_000_000);
+  cache.remember(
+    written([
+      ['u1', 'p1'],
+      ['u2', 'p2'],
+    ]),
+    '77',
+  );
+  const hit = cache.snapshotFor([call('u1'), call('u2'), call('u1')]);
+  t.deepEqual(
+    [...hit!.snapshot.users],
+    [
+      [`${ENV}:u1`, 'p1'],
+      [`${ENV}:u2`, 'p2'],
+    ],
+  );
+  t.deepEqual(
+    [...hit!.versions],
+    [
+      ['p1', '77'],
+      ['p2', '77'],
+    ],
+  );
+  t.is(hit!.snapshot.profiles.get('p1')!.fields, '{"a":1}');
+  t.is(hit!.snapshot.priors.size, 0);
+  t.is(cache.snapshotFor([call('u1'), call('u3')]), null, 'one unknown user: the locked path');
+});
+
+test('consent decisions and a joinable email in a joining organization are never served from the cache', (t) => {
+  const cache = new ProfileCache(1_000_000);
+  cache.remember(written([['u1', 'p1']]), '5');
+  const grant = {
+    channel: 'email',
+    status: 'granted',
+    purpose: 'marketing',
+    basis: 'consent',
+    source: 'api',
+    consentedAt: null,
+    proofRef: null,
+    expiresAt: null,
+  } as const;
+  t.is(cache.snapshotFor([call('u1', {}, { consent: [grant] })]), null);
+  t.is(cache.snapshotFor([call('u1', { email: 'a@example.com' }, {}, ['join-by-email'])]), null);
+  t.not(cache.snapshotFor([call('u1', { email: 'a@example.com' })]), null, 'the same email where profiles do not join');
+});
+
+test('a profile joined away is forgotten; a later write replaces the version; the size bound evicts the oldest', (t) => {
+  const cache = new ProfileCache(60);
+  cache.remember(
+    written([
+      ['u1', 'p1'],
+      ['u2', 'p2'],
+    ]),
+    '1',
+  );
+  cache.remember(written([['u1', 'p2']], undefined, [{ from: 'p1', to: 'p2' }]), '2');
+  t.deepEqual([...cache.snapshotFor([call('u1'), call('u2')])!.versions], [['p2', '2']]);
+  // Each profile holds 14 characters: the fifth pushes the oldest out.
+  cache.remember(
+    written([
+      ['u3', 'p3'],
+      ['u4', 'p4'],
+      ['u5', 'p5'],
+    ]),
+    '3',
+  );
+  t.is(cache.size, 4);
+  cache.remember(written([['u6', 'p6']]), '4');
+  t.is(cache.size, 4);
+  t.is(cache.snapshotFor([call('u1')]), null, 'p2, the least recently written, went first');
+  t.not(cache.snapshotFor([call('u6')]), null);
+  // A profile too large to be worth keeping is not kept.
+  cache.remember(
+    written([['u7', 'p7']], () => 'x'.repeat(70_000)),
+    '5',
+  );
+  t.is(cache.snapshotFor([call('u7')]), null);
+});
