@@ -106,6 +106,21 @@ export interface AddressClaim {
  * The address as of `time`: the claim with the latest time at or before it (on equal times
  * the later arrival, i.e. the later entry). Claims are in arrival order.
  */
+/**
+ * Whether a new claim of `value` at `at` adds nothing to an address history whose latest claim
+ * (latest time, then latest arrival) is `latest`: from `at` on, addressAsOf finds `value` with
+ * it or without it, and before `at` it is not considered. Such a claim is not stored.
+ */
+export function claimAddsNothing(latest: AddressClaim | undefined, value: string, at: number): boolean {
+  return latest !== undefined && latest.at <= at && latest.value === value;
+}
+
+/** Of two claims of one history, the one addressAsOf would rather take (later time, then later arrival). */
+export function laterClaim<C extends AddressClaim & { order: number }>(a: C | undefined, b: C | undefined): C | undefined {
+  if (!a || !b) return a ?? b;
+  return b.at > a.at || (b.at === a.at && b.order > a.order) ? b : a;
+}
+
 export function addressAsOf(channel: Channel, claims: AddressClaim[], time: number): string | null {
   let best: AddressClaim | null = null;
   for (const c of claims) if (c.at <= time && (best === null || c.at >= best.at)) best = c;

@@ -198,9 +198,10 @@ interface ClaimRow {
   b: string | null;
   ts: string | null;
   c: string | null;
-  /** profile: created_at (ms) and, for batches with consent, its address history. */
+  /** profile: created_at (ms) and, for batches with consent, its address history; its latest claim of each channel. */
   e: string | null;
   f: StoredClaimRow[] | null;
+  g: StoredClaimRow[] | null;
 }
 
 interface StoredClaimRow {
@@ -218,9 +219,12 @@ interface StoredClaimRow {
 // insert come back (usually none). A claim that waited for another
 // transaction's insert is read again below.
 const PRIOR_COLUMNS = `'prior' AS kind, i.environment_id AS env, encode(i.message_hash, 'hex') AS hash, i.message_id AS a, i.user_id AS b,
-  i.timestamp_ms AS ts, i.traits AS c, NULL::int8 AS e, NULL::json AS f`;
-const ADDRESS_HISTORY = `(SELECT coalesce(json_agg(json_build_object('channel', c.channel, 'value', c.value, 'at', c.at, 'order', c.id) ORDER BY c.id), '[]')
-  FROM address_claims c WHERE c.profile_id = l.id)`;
+  i.timestamp_ms AS ts, i.traits AS c, NULL::int8 AS e, NULL::json AS f, NULL::json AS g`;
+const CLAIM_JSON = `json_build_object('channel', c.channel, 'value', c.value, 'at', c.at, 'order', c.id)`;
+const ADDRESS_HISTORY = `(SELECT coalesce(json_agg(${CLAIM_JSON} ORDER BY c.id), '[]') FROM address_claims c WHERE c.profile_id = l.id)`;
+const LATEST_OF = (channel: string) =>
+  `(SELECT ${CLAIM_JSON} AS claim FROM address_claims c WHERE c.profile_id = l.id AND c.channel = '${channel}' ORDER BY c.at DESC, c.id DESC LIMIT 1)`;
+const LATEST_CLAIMS = `(SELECT json_agg(claim) FROM (${LATEST_OF('email')} UNION ALL ${LATEST_OF('sms')}) latest)`;
 const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)::int8`;
 const CLAIM_SQL = (withClaims: boolean) => `
 WITH m AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::text[]) AS m(env, hash, id, user_id, ts, traits)),
@@ -235,13 +239,13 @@ locked AS (
   ORDER BY p.id FOR UPDATE)
 SELECT ${PRIOR_COLUMNS} FROM identify_messages i JOIN m ON i.environment_id = m.env AND i.message_hash = decode(m.hash, 'hex')
 UNION ALL
-SELECT 'unclaimed', m.env, m.hash, NULL, NULL, NULL, NULL, NULL, NULL FROM m
+SELECT 'unclaimed', m.env, m.hash, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM m
   WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.environment_id = m.env AND ins.message_hash = decode(m.hash, 'hex'))
 UNION ALL
-SELECT 'user', environment_id, encode(user_hash, 'hex'), user_id, profile_id::text, NULL, NULL, NULL, NULL FROM users
+SELECT 'user', environment_id, encode(user_hash, 'hex'), user_id, profile_id::text, NULL, NULL, NULL, NULL, NULL FROM users
 UNION ALL
 SELECT 'profile', l.environment_id, l.id::text, l.fields, l.trait_times, ${MS('l.updated_at')}, l.email, ${MS('l.created_at')},
-  ${withClaims ? ADDRESS_HISTORY : 'NULL::json'} FROM locked l`;
+  ${withClaims ? ADDRESS_HISTORY : 'NULL::json'}, ${LATEST_CLAIMS} FROM locked l`;
 
 const PRIORS_SQL = `
 SELECT ${PRIOR_COLUMNS}
@@ -321,6 +325,8 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
   return { users, profiles, priors, decisions: null };
 }
 
+const toClaim = (c: StoredClaimRow) => ({ channel: c.channel, value: fromPgText(c.value), at: Number(c.at), order: Number(c.order) });
+
 function toStored(r: ClaimRow): StoredProfile {
   return {
     id: r.hash,
@@ -330,7 +336,8 @@ function toStored(r: ClaimRow): StoredProfile {
     updatedAt: Number(r.ts),
     email: r.c,
     createdAt: Number(r.e),
-    claims: r.f ? r.f.map((c) => ({ channel: c.channel, value: fromPgText(c.value), at: Number(c.at), order: Number(c.order) })) : null,
+    claims: r.f ? r.f.map(toClaim) : null,
+    latest: Object.fromEntries((r.g ?? []).map((c) => [c.channel, toClaim(c)])),
   };
 }
 

@@ -4,7 +4,17 @@
 // module decides every answer and every row to write, and the store writes them set-based.
 // Applying a batch here gives what applying its calls one after the other would.
 import { randomUUID } from 'node:crypto';
-import { addressAsOf, addressFromTraits, normalizeAddress, supersedes, toDecision, type Channel, type Decision } from '../domain/consent.ts';
+import {
+  addressAsOf,
+  addressFromTraits,
+  claimAddsNothing,
+  laterClaim,
+  normalizeAddress,
+  supersedes,
+  toDecision,
+  type Channel,
+  type Decision,
+} from '../domain/consent.ts';
 import { joinableEmail } from '../domain/email.ts';
 import { jsonEqual } from '../domain/json-equal.ts';
 import { toPgText } from '../domain/pg-text.ts';
@@ -70,7 +80,11 @@ export interface StoredProfile {
   createdAt: number;
   /** Address history, loaded only for batches with consent decisions. */
   claims: StoredClaim[] | null;
+  /** The latest claim of each channel's history (always loaded): an unchanged address is not claimed again. */
+  latest: LatestClaims;
 }
+
+export type LatestClaims = Partial<Record<Channel, StoredClaim>>;
 
 export interface PriorMessage {
   messageKey: string;
@@ -100,7 +114,17 @@ export interface DecisionRow {
 export interface Plan {
   verdicts: Verdict[];
   /** Profiles to insert (isNew) or update, in their final state. */
-  profiles: { id: string; envId: string; fields: string; times: string; updatedAt: number; email: string | null; createdAt: number; isNew: boolean }[];
+  profiles: {
+    id: string;
+    envId: string;
+    fields: string;
+    times: string;
+    updatedAt: number;
+    email: string | null;
+    createdAt: number;
+    latest: LatestClaims;
+    isNew: boolean;
+  }[];
   /** Stored profiles joined into another: their user IDs and claims move to `to`, then they are deleted. */
   moved: { from: string; to: string }[];
   users: { envId: string; userKey: string; profileId: string }[];
@@ -135,7 +159,7 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
   const profiles = new Map<string, Work>();
   for (const { fields, times, updatedAt, ...p } of snap.profiles.values()) {
     const state = { fields: JSON.parse(fields) as Record<string, unknown>, times: JSON.parse(times) as Record<string, number>, updatedAt };
-    profiles.set(p.id, { ...p, state, claims: p.claims && [...p.claims], isNew: false, dirty: false, into: null });
+    profiles.set(p.id, { ...p, state, claims: p.claims && [...p.claims], latest: { ...p.latest }, isNew: false, dirty: false, into: null });
   }
   const users = new Map(snap.users);
   const seen = new Map<string, PriorMessage>();
@@ -143,7 +167,9 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
   const plan: Plan = { verdicts: [], profiles: [], moved: [], users: [], userProfiles: [], claims: [], decisions: [], outbox: [], consentKeys: new Map() };
   const decisionWrites = new Map<string, DecisionRow>();
   const newUsers = new Map<string, { envId: string; userKey: string; profileId: string }>();
+  // New claims come after every claim of the snapshot (a cached one may hold earlier batches' new claims).
   let claimOrder = NEW_CLAIM_ORDER;
+  for (const p of snap.profiles.values()) for (const c of Object.values(p.latest)) claimOrder = Math.max(claimOrder, c.order + 1);
 
   const profileOf = (id: string): Work => {
     const p = profiles.get(id);
@@ -192,6 +218,7 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
         email: null,
         createdAt: now,
         claims: [],
+        latest: {},
         isNew: true,
         dirty: true,
         into: null,
@@ -206,12 +233,16 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
     profile.email = joinableEmail(merged.fields.email);
     profile.dirty = true;
 
-    // Every email/phone value a call sends is kept with the call's time, for "as of" lookups.
+    // Every email/phone value a call sends is kept with the call's time, for "as of" lookups,
+    // unless the history already answers it from that time on.
     for (const [channel, trait] of ADDRESS_TRAITS) {
       if (!Object.hasOwn(input.addressTraits, trait)) continue;
       const value = normalizeAddress(channel, input.addressTraits[trait]) ?? '';
+      if (claimAddsNothing(profile.latest[channel], value, call.callTime)) continue;
+      const claim = { channel, value, at: call.callTime, order: claimOrder++ };
       plan.claims.push({ profileId: profile.id, channel, value, at: call.callTime });
-      profile.claims?.push({ channel, value, at: call.callTime, order: claimOrder++ });
+      profile.claims?.push(claim);
+      profile.latest[channel] = laterClaim(profile.latest[channel], claim);
     }
 
     if (merged.changed.length) {
@@ -264,6 +295,7 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
         updatedAt,
         email: p.email,
         createdAt: p.createdAt,
+        latest: p.latest,
         isNew: p.isNew,
       });
     }
@@ -303,6 +335,10 @@ function join(own: Work, other: Work, users: Map<string, string>): void {
   other.email = joinableEmail(merged.fields.email);
   other.dirty = true;
   if (other.claims && own.claims) other.claims = [...other.claims, ...own.claims].sort((x, y) => x.order - y.order);
+  for (const [channel] of ADDRESS_TRAITS) {
+    const latest = laterClaim(other.latest[channel], own.latest[channel]);
+    if (latest) other.latest[channel] = latest;
+  }
   for (const [ref, id] of users) if (id === own.id) users.set(ref, other.id);
   own.into = other.id;
 }

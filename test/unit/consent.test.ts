@@ -1,7 +1,10 @@
 import test from 'ava';
+import fc from 'fast-check';
 import {
   addUtcMonths,
   addressAsOf,
+  claimAddsNothing,
+  laterClaim,
   addressFromTraits,
   expiryOf,
   isGrantedAt,
@@ -112,4 +115,35 @@ test('times beyond what a date holds are kept inside it (bigint columns, date ar
   t.is(far.decidedAt, -MAX_TIME_MS);
   t.true(Number.isFinite(far.expiresAt!));
   t.is(toDecision({ ...input, basis: 'consent', consentedAt: null, expiresAt: 1e20 }, 1000, 2000).expiresAt, MAX_TIME_MS);
+});
+
+test('a claim claimAddsNothing leaves out changes no addressAsOf answer, at any time (random histories)', (t) => {
+  const claim = fc.record({ value: fc.constantFrom('a@x.io', 'b@x.io', ''), at: fc.integer({ min: 0, max: 20 }) });
+  let skipped = 0;
+  fc.assert(
+    fc.property(fc.array(claim, { maxLength: 8 }), claim, (earlier, next) => {
+      const history = earlier.map((c, order) => ({ ...c, order }));
+      const latest = history.reduce<(typeof history)[number] | undefined>((best, c) => laterClaim(best, c), undefined);
+      if (!claimAddsNothing(latest, next.value, next.at)) return;
+      skipped++;
+      const withIt = [...history, { ...next, order: history.length }];
+      for (let time = -1; time <= 21; time++) t.is(addressAsOf('email', withIt, time), addressAsOf('email', history, time));
+    }),
+    { numRuns: 2000 },
+  );
+  t.true(skipped > 100, 'the property was exercised');
+});
+
+test('laterClaim: the later time wins; on equal times the later arrival', (t) => {
+  const a = { value: 'a', at: 5, order: 1 };
+  const b = { value: 'b', at: 5, order: 2 };
+  const c = { value: 'c', at: 4, order: 3 };
+  t.is(laterClaim(a, b), b);
+  t.is(laterClaim(b, a), b);
+  t.is(laterClaim(a, c), a);
+  t.is(laterClaim(undefined, c), c);
+  t.false(claimAddsNothing(undefined, 'a', 9), 'an empty history needs the claim');
+  t.false(claimAddsNothing(a, 'a', 4), 'an earlier claim of the same value is history the latest does not answer');
+  t.false(claimAddsNothing(a, 'b', 9));
+  t.true(claimAddsNothing(a, 'a', 5));
 });

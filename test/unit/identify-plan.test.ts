@@ -82,3 +82,40 @@ test('consent: an address sent by an earlier call of the batch is the one a late
     ['profile_fields_changed', 'subscription_changed'],
   );
 });
+
+test('an address the profile already has as of the call is not claimed again; a changed or older one is', (t) => {
+  const snapshot = empty();
+  snapshot.users.set(`${ENV}:u`, 'p-u');
+  const latest = { email: { channel: 'email' as const, value: 'a@example.com', at: T - 10, order: 7 } };
+  snapshot.profiles.set('p-u', {
+    id: 'p-u',
+    envId: ENV,
+    fields: '{"email":"a@example.com"}',
+    times: `{"email":${T - 10}}`,
+    updatedAt: T - 10,
+    email: 'a@example.com',
+    createdAt: 1,
+    claims: null,
+    latest,
+  });
+  const at = (ms: number) => ({ timestampMs: ms });
+  const plan = planBatch(
+    [
+      call('u', { email: 'A@example.com' }, at(T)),
+      call('u', { email: 'b@example.com' }, at(T + 1)),
+      call('u', { email: 'b@example.com' }, at(T + 2)),
+      call('u', { email: 'a@example.com' }, at(T - 20)),
+    ],
+    snapshot,
+    T,
+    newId,
+  );
+  t.deepEqual(
+    plan.claims.map((c) => [c.value, c.at]),
+    [
+      ['b@example.com', T + 1],
+      ['a@example.com', T - 20],
+    ],
+  );
+  t.deepEqual(plan.profiles[0].latest.email, { channel: 'email', value: 'b@example.com', at: T + 1, order: 2 ** 52 });
+});

@@ -27,7 +27,7 @@ function written(users: [string, string][], fieldsOf: (id: string) => string = (
   const ids = [...new Set(users.map(([, id]) => id))];
   return {
     verdicts: [],
-    profiles: ids.map((id) => ({ id, envId: ENV, fields: fieldsOf(id), times: '{"a":1}', updatedAt: 1, email: null, createdAt: 1, isNew: false })),
+    profiles: ids.map((id) => ({ id, envId: ENV, fields: fieldsOf(id), times: '{"a":1}', updatedAt: 1, email: null, createdAt: 1, latest: {}, isNew: false })),
     moved,
     users: [],
     userProfiles: users.map(([u, id]) => [`${ENV}:${u}`, id]),
