@@ -5,6 +5,7 @@
 // unheard: done() settles every one and throws the first failure, in the order sent.
 import type pg from 'pg';
 import { QUERY_TIMEOUT_MS } from './db.ts';
+import { pgArrayLiteral } from './pg-array.ts';
 
 export class Pipeline {
   private readonly sent: Promise<unknown>[] = [];
@@ -23,7 +24,8 @@ export class Pipeline {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(config: pg.QueryConfig, ms = QUERY_TIMEOUT_MS): Promise<pg.QueryResult<R>> {
     this.ahead += ms;
     // node-postgres reads a per-query `query_timeout` (its typings do not list it).
-    const result = this.client.query<R>({ ...config, query_timeout: this.ahead } as pg.QueryConfig);
+    const values = config.values?.map((v) => (Array.isArray(v) ? (pgArrayLiteral(v) ?? v) : v));
+    const result = this.client.query<R>({ ...config, values, query_timeout: this.ahead } as pg.QueryConfig);
     result.catch(() => {}); // heard in done()
     this.sent.push(result);
     return result;
