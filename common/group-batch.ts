@@ -1,9 +1,10 @@
 // Group commit (and group reads): items wait while `maxInFlight` batches are running; as soon
 // as one finishes, or at the end of the event-loop turn when fewer are running, the waiting
 // items (up to `maxBatch`) go to `run` together. Under load batches grow instead of queueing
-// for connections, so the per-batch round trips are shared by more items. Each add() settles
-// with its own entry of run's answer (a value, or an Error for that item alone); if run
-// rejects, every item of that batch rejects.
+// for connections, so the per-batch round trips are shared by more items. Items with the same
+// `keyOf` never run in two batches at once and keep their order: a later one waits for the
+// batch holding an earlier one. Each add() settles with its own entry of run's answer (a
+// value, or an Error for that item alone); if run rejects, every item of that batch rejects.
 
 export interface GroupBatch<T, R> {
   add(item: T): Promise<R>;
@@ -15,27 +16,68 @@ export interface GroupBatchOptions {
   onBatch?: (size: number) => void;
 }
 
-export function createGroupBatch<T, R>(run: (items: T[]) => Promise<(R | Error)[]>, options: GroupBatchOptions): GroupBatch<T, R> {
-  let waiting: { item: T; resolve: (r: R) => void; reject: (err: unknown) => void }[] = [];
+interface Waiting<T, R> {
+  item: T;
+  resolve: (r: R) => void;
+  reject: (err: unknown) => void;
+}
+
+export function createGroupBatch<T, R>(
+  run: (items: T[]) => Promise<(R | Error)[]>,
+  options: GroupBatchOptions & { keyOf?: (item: T) => string },
+): GroupBatch<T, R> {
+  const { keyOf } = options;
+  let waiting: Waiting<T, R>[] = [];
   let inFlight = 0;
   let scheduled = false;
+  /** Keys of the items in running batches, with how many batches hold each. */
+  const busy = new Map<string, number>();
+
+  /** Waiting items in order, up to maxBatch, leaving behind in order those whose key is busy and every later item of that key. */
+  const take = (): Waiting<T, R>[] => {
+    const batch: Waiting<T, R>[] = [];
+    const rest: Waiting<T, R>[] = [];
+    const held = new Set<string>();
+    for (const w of waiting) {
+      const key = keyOf?.(w.item);
+      if (batch.length < options.maxBatch && (key === undefined || (!busy.has(key) && !held.has(key)))) batch.push(w);
+      else {
+        rest.push(w);
+        if (key !== undefined) held.add(key);
+      }
+    }
+    waiting = rest;
+    return batch;
+  };
+
+  const start = (batch: Waiting<T, R>[]) => {
+    const keys = keyOf ? [...new Set(batch.map((w) => keyOf(w.item)))] : [];
+    for (const k of keys) busy.set(k, (busy.get(k) ?? 0) + 1);
+    inFlight++;
+    options.onBatch?.(batch.length);
+    run(batch.map((w) => w.item))
+      .then(
+        (outcomes) => batch.forEach((w, i) => (outcomes[i] instanceof Error ? w.reject(outcomes[i]) : w.resolve(outcomes[i] as R))),
+        (err: unknown) => batch.forEach((w) => w.reject(err)),
+      )
+      .finally(() => {
+        for (const k of keys) {
+          const n = busy.get(k)! - 1;
+          if (n) busy.set(k, n);
+          else busy.delete(k);
+        }
+        inFlight--;
+        flush();
+      });
+  };
 
   const flush = () => {
     scheduled = false;
     while (inFlight < options.maxInFlight && waiting.length) {
-      const batch = waiting.slice(0, options.maxBatch);
-      waiting = waiting.slice(batch.length);
-      inFlight++;
-      options.onBatch?.(batch.length);
-      run(batch.map((w) => w.item))
-        .then(
-          (outcomes) => batch.forEach((w, i) => (outcomes[i] instanceof Error ? w.reject(outcomes[i]) : w.resolve(outcomes[i] as R))),
-          (err: unknown) => batch.forEach((w) => w.reject(err)),
-        )
-        .finally(() => {
-          inFlight--;
-          flush();
-        });
+      const batch = take();
+      // Every waiting item's key is in a running batch: the next to finish flushes again.
+      if (!batch.length) break;
+      start(batch);
     }
   };
 

@@ -6,7 +6,7 @@ import type { JsonWork } from '../common/json-pool.ts';
 import { createGroupBatch, type GroupBatch, type GroupBatchOptions } from '../common/group-batch.ts';
 import { applyIdentifyBatch } from '../common/store/identify-batch.ts';
 import { createOutboxNotify } from '../common/store/outbox.ts';
-import type { IdentifyCall, Verdict } from '../common/store/identify-plan.ts';
+import { userRef, type IdentifyCall, type Verdict } from '../common/store/identify-plan.ts';
 import { ProfileCache } from '../common/store/profile-cache.ts';
 
 export type IdentifyBatcher = GroupBatch<IdentifyCall, Verdict>;
@@ -16,5 +16,6 @@ export function createIdentifyBatcher(pool: pg.Pool, json: JsonWork, options: Gr
   const notify = createOutboxNotify(pool);
   // Characters of text, about bytes for the ASCII most traits are.
   const cache = options.cacheMb > 0 ? new ProfileCache(options.cacheMb * 1_048_576) : undefined;
-  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, { json, notify, cache }), options);
+  // One user's calls never run in two batches at once: a later one waits for the batch holding the earlier (arrival order).
+  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, { json, notify, cache }), { ...options, keyOf: userRef });
 }

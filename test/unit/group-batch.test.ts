@@ -59,3 +59,27 @@ test('maxBatch bounds a batch; a per-item Error rejects that item alone; a faile
   batches[2].finish();
   t.is(await adds[4], 50);
 });
+
+test('items of one key never run in two batches at once and keep their order; other keys go on', async (t) => {
+  const batches: { items: string[]; finish: () => void }[] = [];
+  const run = (items: string[]) => new Promise<string[]>((resolve) => batches.push({ items, finish: () => resolve(items) }));
+  const group = createGroupBatch(run, { maxBatch: 3, maxInFlight: 3, keyOf: (item: string) => item[0] });
+  const adds = ['a1', 'b1', 'c1', 'a2', 'd1', 'e1'].map((i) => group.add(i));
+  await turn();
+  t.deepEqual(
+    batches.map((b) => b.items),
+    [
+      ['a1', 'b1', 'c1'],
+      ['d1', 'e1'],
+    ],
+    'a2 waits for the batch holding a1; d1 and e1 go on',
+  );
+  const later = ['a3', 'f1'].map((i) => group.add(i));
+  await turn();
+  t.deepEqual(batches[2].items, ['f1'], 'a2 and a3 still wait, in order');
+  batches[0].finish();
+  await turn();
+  t.deepEqual(batches[3].items, ['a2', 'a3']);
+  for (const b of batches.slice(1)) b.finish();
+  t.deepEqual(await Promise.all([...adds, ...later]), ['a1', 'b1', 'c1', 'a2', 'd1', 'e1', 'a3', 'f1']);
+});
