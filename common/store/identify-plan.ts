@@ -114,17 +114,7 @@ export interface DecisionRow {
 export interface Plan {
   verdicts: Verdict[];
   /** Profiles to insert (isNew) or update, in their final state. */
-  profiles: {
-    id: string;
-    envId: string;
-    fields: string;
-    times: string;
-    updatedAt: number;
-    email: string | null;
-    createdAt: number;
-    latest: LatestClaims;
-    isNew: boolean;
-  }[];
+  profiles: (Omit<StoredProfile, 'claims'> & { isNew: boolean })[];
   /** Stored profiles joined into another: their user IDs and claims move to `to`, then they are deleted. */
   moved: { from: string; to: string }[];
   users: { envId: string; userKey: string; profileId: string }[];

@@ -7,12 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { createDb, poolOf } from '../../common/db.ts';
-import { stringifyJson } from '../../common/domain/json-text.ts';
 import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
 import { toIdentifyCall, type IdentifyCall } from '../../common/store/identify-plan.ts';
 import { ProfileCache } from '../../common/store/profile-cache.ts';
-import { addressTraitsOf, type ConsentDecisionInput, type IdentifyInput } from '../../common/validation/identify.ts';
+import type { ConsentDecisionInput, IdentifyInput } from '../../common/validation/identify.ts';
 import { request } from '../helpers/http.ts';
+import { identifyInput } from '../helpers/identify-input.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, ownDatabase, type Harness, type Tenant } from '../helpers/services.ts';
@@ -38,18 +38,7 @@ test.after.always(() => h?.close());
 
 const BASE = Date.parse('2024-05-01T10:00:00.000Z');
 
-function input(userId: string, traits: Record<string, unknown>, extra: Partial<IdentifyInput> = {}): IdentifyInput {
-  return {
-    userId,
-    traitsText: stringifyJson(traits),
-    addressTraits: addressTraitsOf(traits),
-    messageId: null,
-    timestamp: null,
-    timestampMs: null,
-    consent: [],
-    ...extra,
-  };
-}
+const input = identifyInput;
 
 function call(tenant: Tenant, i: IdentifyInput, features: string[] = []): IdentifyCall {
   return toIdentifyCall({ id: tenant.environmentId, features }, i, Date.now());

@@ -1,24 +1,14 @@
 import test from 'ava';
-import { stringifyJson } from '../../common/domain/json-text.ts';
 import { planBatch, toIdentifyCall, type Snapshot } from '../../common/store/identify-plan.ts';
-import { addressTraitsOf, type IdentifyInput } from '../../common/validation/identify.ts';
+import type { IdentifyInput } from '../../common/validation/identify.ts';
 import { decisionInput } from '../helpers/consent-input.ts';
+import { identifyInput } from '../helpers/identify-input.ts';
 
 const ENV = '00000000-0000-0000-0000-00000000000e';
 const T = Date.parse('2024-05-01T10:00:00Z');
 
 function call(userId: string, traits: Record<string, unknown>, extra: Partial<IdentifyInput> = {}, features: string[] = []) {
-  const input: IdentifyInput = {
-    userId,
-    traitsText: stringifyJson(traits),
-    addressTraits: addressTraitsOf(traits),
-    messageId: null,
-    timestamp: null,
-    timestampMs: T,
-    consent: [],
-    ...extra,
-  };
-  return toIdentifyCall({ id: ENV, features }, input, T);
+  return toIdentifyCall({ id: ENV, features }, identifyInput(userId, traits, { timestampMs: T, ...extra }), T);
 }
 
 const empty = (): Snapshot => ({ users: new Map(), profiles: new Map(), priors: new Map(), decisions: new Map() });

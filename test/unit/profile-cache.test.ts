@@ -2,25 +2,15 @@
 // batch is served from it only when every call's profile is held and no call needs what it
 // does not keep; it keeps what committed batches wrote, within its size.
 import test from 'ava';
-import { stringifyJson } from '../../common/domain/json-text.ts';
 import { toIdentifyCall, type Plan } from '../../common/store/identify-plan.ts';
 import { ProfileCache } from '../../common/store/profile-cache.ts';
-import { addressTraitsOf, type IdentifyInput } from '../../common/validation/identify.ts';
+import { identifyInput } from '../helpers/identify-input.ts';
+import type { IdentifyInput } from '../../common/validation/identify.ts';
 
 const ENV = '00000000-0000-4000-8000-000000000001';
 
 function call(userId: string, traits: Record<string, unknown> = {}, extra: Partial<IdentifyInput> = {}, features: string[] = []) {
-  const input: IdentifyInput = {
-    userId,
-    traitsText: stringifyJson(traits),
-    addressTraits: addressTraitsOf(traits),
-    messageId: null,
-    timestamp: null,
-    timestampMs: null,
-    consent: [],
-    ...extra,
-  };
-  return toIdentifyCall({ id: ENV, features }, input, 1000);
+  return toIdentifyCall({ id: ENV, features }, identifyInput(userId, traits, extra), 1000);
 }
 
 function written(users: [string, string][], fieldsOf: (id: string) => string = () => '{"a":1}', moved: Plan['moved'] = []): Plan {

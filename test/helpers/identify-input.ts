@@ -1,0 +1,16 @@
+import { stringifyJson } from '../../common/domain/json-text.ts';
+import { addressTraitsOf, type IdentifyInput } from '../../common/validation/identify.ts';
+
+/** A validated Identify call's input: `traits` as a valid call carries them, nothing else set unless `extra` says. */
+export function identifyInput(userId: string, traits: Record<string, unknown>, extra: Partial<IdentifyInput> = {}): IdentifyInput {
+  return {
+    userId,
+    traitsText: stringifyJson(traits),
+    addressTraits: addressTraitsOf(traits),
+    messageId: null,
+    timestamp: null,
+    timestampMs: null,
+    consent: [],
+    ...extra,
+  };
+}
