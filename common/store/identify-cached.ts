@@ -36,16 +36,11 @@ ${INSERT_ADDRESS_CLAIMS_AND_OUTBOX(13)}
 SELECT intake_assert_current((SELECT count(*) FROM claims) = cardinality($1::uuid[]) AND (SELECT count(*) FROM updated) = cardinality($7::uuid[])) AS ok,
   pg_current_xact_id()::xid::text AS version`;
 
-/** PostgreSQL's answer when the batch's cache was stale (intake_assert_current). */
-export function isStale(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  return e?.code === '40001' && typeof e.message === 'string' && e.message.startsWith('identify batch: cached snapshot is stale');
-}
-
 /**
  * Writes a plan made from `cached` and commits, in one round trip; resolves with the
- * transaction's id (the profiles' new version). Rejects when the cache was stale (isStale) or
- * PostgreSQL refused the batch: nothing was written, the connection is out of its transaction.
+ * transaction's id (the profiles' new version). Rejects when the cache was stale (40001 from
+ * intake_assert_current) or PostgreSQL refused the batch: nothing was written, the connection
+ * is out of its transaction.
  */
 export async function writeCached(client: pg.PoolClient, calls: IdentifyCall[], cached: CachedSnapshot, plan: Plan): Promise<string> {
   // Every profile of the snapshot is written (each has an applied call, or none of its calls was new and the claim fails).
