@@ -30,7 +30,7 @@ import type { Decision } from '../domain/consent.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
 import { inlineJsonWork, type JsonWork } from '../json-pool.ts';
 import { Pipeline } from '../pipeline.ts';
-import { writeCached } from './identify-cached.ts';
+import { fitsCachedWrite, writeCached } from './identify-cached.ts';
 import {
   addressClaimAndOutboxValues,
   carriedChars,
@@ -40,6 +40,7 @@ import {
   INSERT_ADDRESS_CLAIMS_AND_OUTBOX,
   INSERT_CLAIMS,
   iso,
+  largeStatementBound,
   messageClaims,
   sum,
 } from './identify-rows.ts';
@@ -130,11 +131,13 @@ async function runBatch(
     const cached = cache?.snapshotFor(calls);
     if (cached) {
       const plan = await planOf(json, calls, cached.snapshot, now);
-      const version = await writeCached(client, calls, cached, plan).catch((err: unknown) => {
-        // Stale, or refused for its data: the locked path below reads what is stored (and isolates a bad call).
-        if (hasSqlState(err)) return null;
-        throw err;
-      });
+      const version = !fitsCachedWrite(plan)
+        ? null
+        : await writeCached(client, calls, cached, plan).catch((err: unknown) => {
+            // Stale, or refused for its data: the locked path below reads what is stored (and isolates a bad call).
+            if (hasSqlState(err)) return null;
+            throw err;
+          });
       if (version !== null) return committed(plan, version);
     }
     const snap = await readSnapshot(client, calls);
@@ -419,12 +422,6 @@ decisions AS (
     address = EXCLUDED.address, status = EXCLUDED.status, basis = EXCLUDED.basis, source = EXCLUDED.source, proof_ref = EXCLUDED.proof_ref,
     decided_at = EXCLUDED.decided_at, expires_at = EXCLUDED.expires_at, updated_at = now()),${INSERT_ADDRESS_CLAIMS_AND_OUTBOX(30)}
 SELECT pg_current_xact_id()::xid::text AS version`;
-
-/**
- * A large statement's bound, by the text it carries, on the server's side (SET LOCAL: this
- * transaction only; the client's is the pipeline's); an ordinary one keeps the pool's.
- */
-const largeStatementBound = (ms: number) => (ms > QUERY_TIMEOUT_MS ? `SET LOCAL statement_timeout = ${ms};` : '');
 
 /** Writes the plan and commits; resolves with the transaction's id (the written profiles' version, profile-cache.ts). */
 async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise<string> {

@@ -9,7 +9,7 @@
 // Measured (README, Performance): the locked path's two round trips, its advisory locks and
 // the profile rows it reads back were most of an Identify batch's time.
 import type pg from 'pg';
-import { QUERY_TIMEOUT_MS, queryTimeoutFor } from '../db.ts';
+import { queryTimeoutFor } from '../db.ts';
 import { Pipeline } from '../pipeline.ts';
 import type { CachedSnapshot } from './profile-cache.ts';
 import type { IdentifyCall, Plan } from './identify-plan.ts';
@@ -21,6 +21,7 @@ import {
   INSERT_ADDRESS_CLAIMS_AND_OUTBOX,
   INSERT_CLAIMS,
   iso,
+  largeStatementBound,
   messageClaims,
 } from './identify-rows.ts';
 
@@ -37,20 +38,26 @@ SELECT intake_assert_current((SELECT count(*) FROM claims) = cardinality($1::uui
   pg_current_xact_id()::xid::text AS version`;
 
 /**
- * Writes a plan made from `cached` and commits, in one round trip; resolves with the
+ * Whether the one statement writes all the plan holds: profile updates, claims and outbox rows.
+ * A plan from the cache always does (every user is known, nothing joins, no consent); one that
+ * did not would take the locked path.
+ */
+export function fitsCachedWrite(plan: Plan): boolean {
+  return plan.profiles.every((p) => !p.isNew) && !plan.moved.length && !plan.users.length && !plan.decisions.length;
+}
+
+/**
+ * Writes a plan made from `cached` (fitsCachedWrite) and commits, in one round trip; resolves with the
  * transaction's id (the profiles' new version). Rejects when the cache was stale (40001 from
  * intake_assert_current) or PostgreSQL refused the batch: nothing was written, the connection
  * is out of its transaction.
  */
 export async function writeCached(client: pg.PoolClient, calls: IdentifyCall[], cached: CachedSnapshot, plan: Plan): Promise<string> {
-  // Every profile of the snapshot is written (each has an applied call, or none of its calls was new and the claim fails).
-  const profiles = plan.profiles.filter((p) => !p.isNew).sort((x, y) => compare(x.id, y.id));
-  if (profiles.length !== plan.profiles.length || plan.moved.length || plan.users.length || plan.decisions.length) {
-    throw new Error('a cached batch planned rows the cached path does not write');
-  }
+  // In id order, as the locked path locks them.
+  const profiles = [...plan.profiles].sort((x, y) => compare(x.id, y.id));
   const ms = queryTimeoutFor(carriedChars(plan) + calls.reduce((n, c) => n + c.traitsText.length, 0));
   const pipe = new Pipeline(client);
-  pipe.query({ text: `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan;${ms > QUERY_TIMEOUT_MS ? ` SET LOCAL statement_timeout = ${ms};` : ''}` });
+  pipe.query({ text: `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; ${largeStatementBound(ms)}` });
   const write = pipe.query<{ version: string }>(
     {
       name: 'identify-cached-write',

@@ -1,5 +1,6 @@
 // What both of Identify's write paths (identify-batch.ts, identify-cached.ts) send for a batch:
 // its messageId claims and the statement parts that insert address claims and outbox rows.
+import { QUERY_TIMEOUT_MS } from '../db.ts';
 import { hashStored } from '../domain/identity-hash.ts';
 import { toPgText } from '../domain/pg-text.ts';
 import { messageRef, type IdentifyCall, type Plan } from './identify-plan.ts';
@@ -62,6 +63,12 @@ export function addressClaimAndOutboxValues(plan: Plan): unknown[] {
 }
 
 export const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * A large statement's bound, by the text it carries, on the server's side (SET LOCAL: this
+ * transaction only; the client's is the pipeline's); an ordinary one keeps the pool's.
+ */
+export const largeStatementBound = (ms: number) => (ms > QUERY_TIMEOUT_MS ? `SET LOCAL statement_timeout = ${ms};` : '');
 
 export const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 

@@ -3,6 +3,7 @@
 // does not keep; it keeps what committed batches wrote, within its size.
 import test from 'ava';
 import { toIdentifyCall, type Plan } from '../../common/store/identify-plan.ts';
+import { fitsCachedWrite } from '../../common/store/identify-cached.ts';
 import { ProfileCache } from '../../common/store/profile-cache.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
 import type { IdentifyInput } from '../../common/validation/identify.ts';
@@ -106,4 +107,12 @@ test('a profile joined away is forgotten; a later write replaces the version; th
     '5',
   );
   t.is(cache.snapshotFor([call('u7')]), null);
+});
+
+test('the one-statement write takes a plan of updates only; one that creates, joins or decides goes the locked path', (t) => {
+  const updates = written([['u1', 'p1']]);
+  t.true(fitsCachedWrite(updates));
+  t.false(fitsCachedWrite({ ...updates, profiles: updates.profiles.map((p) => ({ ...p, isNew: true })) }));
+  t.false(fitsCachedWrite({ ...updates, moved: [{ from: 'p0', to: 'p1' }] }));
+  t.false(fitsCachedWrite({ ...updates, users: [{ envId: ENV, userKey: 'u1', profileId: 'p1' }] }));
 });
