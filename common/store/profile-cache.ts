@@ -62,8 +62,19 @@ export class ProfileCache {
       const chars = p.fields.length + p.times.length;
       this.forget(p.id);
       if (chars > LARGEST_CHARS) continue;
-      const { isNew: _, ...stored } = p;
-      this.profiles.set(p.id, { profile: { ...stored, claims: null }, version, chars });
+      // Field by field: object rest was most of this method's time.
+      const profile: StoredProfile = {
+        id: p.id,
+        envId: p.envId,
+        fields: p.fields,
+        times: p.times,
+        updatedAt: p.updatedAt,
+        email: p.email,
+        createdAt: p.createdAt,
+        claims: null,
+        latest: p.latest,
+      };
+      this.profiles.set(p.id, { profile, version, chars });
       this.chars += chars;
     }
     for (const [ref, id] of plan.userProfiles) {

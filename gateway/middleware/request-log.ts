@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
-import type { Logger } from '../../common/logger.ts';
+import { infoLine, type Logger } from '../../common/logger.ts';
 import { routeName, type IngestState } from '../state.ts';
 
 /** Called once per answered request with its route name (`unmatched` for the plain-text 404), status and latency. */
@@ -23,13 +23,7 @@ export function requestLog(log: Logger, observe: ObserveRequest): Middleware<Ing
       const ms = performance.now() - started;
       const route = routeName(ctx);
       observe(route ?? 'unmatched', ctx.status, ms / 1000);
-      log.info({
-        requestId: ctx.state.requestId,
-        method: ctx.method,
-        route,
-        status: ctx.status,
-        ms: Math.round(ms * 100) / 100,
-      });
+      infoLine(log, { requestId: ctx.state.requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(ms * 100) / 100 });
     }
   };
 }
