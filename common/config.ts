@@ -126,6 +126,12 @@ const settings = {
     doc: 'Identify batches one gateway applies at once; later calls wait and go together in the next batch (at most DATABASE_POOL_SIZE is useful)',
     parse: int(1, 500),
   },
+  identifyBatchOverlapMs: {
+    env: 'IDENTIFY_BATCH_OVERLAP_MS',
+    default: '10',
+    doc: 'a further Identify batch starts beside running ones only once the latest of them has run this long (0: as soon as calls wait): a steady load forms one large batch at a time, and a slow batch holds the others up no longer than this',
+    parse: int(0, 60_000),
+  },
   identifyCacheMb: {
     env: 'IDENTIFY_CACHE_MB',
     default: '64',

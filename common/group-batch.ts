@@ -1,7 +1,10 @@
 // Group commit (and group reads): items wait while `maxInFlight` batches are running; as soon
 // as one finishes, or at the end of the event-loop turn when fewer are running, the waiting
 // items (up to `maxBatch`) go to `run` together. Under load batches grow instead of queueing
-// for connections, so the per-batch round trips are shared by more items. Items with the same
+// for connections, so the per-batch round trips are shared by more items. With `overlapMs`, a
+// batch starts beside running ones only once the latest of them has run that long: a steady
+// load then forms one large batch at a time instead of a large one and a few small ones, while
+// a slow batch (a huge call, a stalled commit) holds the others up for no more than that. Items with the same
 // `keyOf` never run in two batches at once and keep their order: a later one waits for the
 // batch holding an earlier one. Each add() settles with its own entry of run's answer (a
 // value, or an Error for that item alone); if run rejects, every item of that batch rejects.
@@ -13,6 +16,8 @@ export interface GroupBatch<T, R> {
 export interface GroupBatchOptions {
   maxBatch: number;
   maxInFlight: number;
+  /** A batch starts beside running ones only once the latest of them has run this long (default 0: at once). */
+  overlapMs?: number;
   onBatch?: (size: number) => void;
 }
 
@@ -30,6 +35,10 @@ export function createGroupBatch<T, R>(
   let waiting: Waiting<T, R>[] = [];
   let inFlight = 0;
   let scheduled = false;
+  /** When each running batch started, and the timer that flushes once the latest is old enough. */
+  const starts: number[] = [];
+  let overlapTimer: NodeJS.Timeout | undefined;
+  const overlapMs = options.overlapMs ?? 0;
   /** Keys of the items in running batches, with how many batches hold each. */
   const busy = new Map<string, number>();
 
@@ -54,6 +63,8 @@ export function createGroupBatch<T, R>(
     const keys = keyOf ? [...new Set(batch.map((w) => keyOf(w.item)))] : [];
     for (const k of keys) busy.set(k, (busy.get(k) ?? 0) + 1);
     inFlight++;
+    const startedAt = performance.now();
+    starts.push(startedAt);
     options.onBatch?.(batch.length);
     run(batch.map((w) => w.item))
       .then(
@@ -67,6 +78,7 @@ export function createGroupBatch<T, R>(
           else busy.delete(k);
         }
         inFlight--;
+        starts.splice(starts.indexOf(startedAt), 1);
         flush();
       });
   };
@@ -74,6 +86,14 @@ export function createGroupBatch<T, R>(
   const flush = () => {
     scheduled = false;
     while (inFlight < options.maxInFlight && waiting.length) {
+      const wait = inFlight > 0 ? Math.max(...starts) + overlapMs - performance.now() : 0;
+      if (wait > 0) {
+        overlapTimer ??= setTimeout(() => {
+          overlapTimer = undefined;
+          flush();
+        }, wait);
+        break;
+      }
       const batch = take();
       // Every waiting item's key is in a running batch: the next to finish flushes again.
       if (!batch.length) break;

@@ -50,6 +50,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
   const identifyBatcher = createIdentifyBatcher(poolOf(db), json, {
     maxBatch: config.identifyBatchMax,
     maxInFlight: config.identifyBatchesInFlight,
+    overlapMs: config.identifyBatchOverlapMs,
     cacheMb: config.identifyCacheMb,
   });
   // Reads hold a connection for one statement: up to the pool less what Identify's batches use

@@ -83,3 +83,45 @@ test('items of one key never run in two batches at once and keep their order; ot
   for (const b of batches.slice(1)) b.finish();
   t.deepEqual(await Promise.all([...adds, ...later]), ['a1', 'b1', 'c1', 'a2', 'd1', 'e1', 'a3', 'f1']);
 });
+
+test('with overlapMs a batch starts beside running ones only once the latest of them has run so long', async (t) => {
+  const { batches, run } = controlled();
+  const group = createGroupBatch(run, { maxBatch: 100, maxInFlight: 3, overlapMs: 60 });
+  const first = group.add(1);
+  await turn();
+  const started = performance.now();
+  const second = group.add(2);
+  await turn();
+  await turn();
+  t.is(batches.length, 1, 'the second waits while the first is young');
+  while (batches.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+  t.true(performance.now() - started >= 50, 'it started once the first had run ~60 ms');
+  t.deepEqual(batches[1].items, [2], 'beside the first, which is still running');
+  batches[1].finish();
+  t.is(await second, 20);
+  // Only the old first batch runs now: a new item goes beside it at once.
+  const third = group.add(3);
+  await turn();
+  t.deepEqual(batches[2]?.items, [3]);
+  batches[0].finish();
+  batches[2].finish();
+  t.deepEqual(await Promise.all([first, third]), [10, 30]);
+});
+
+test('with overlapMs, what waited behind a batch that finished quickly goes at once', async (t) => {
+  const { batches, run } = controlled();
+  const group = createGroupBatch(run, { maxBatch: 100, maxInFlight: 3, overlapMs: 1000 });
+  const first = group.add(1);
+  await turn();
+  const second = group.add(2);
+  await turn();
+  t.is(batches.length, 1);
+  const finished = performance.now();
+  batches[0].finish();
+  t.is(await first, 10);
+  await turn();
+  t.deepEqual(batches[1]?.items, [2]);
+  t.true(performance.now() - finished < 500);
+  batches[1].finish();
+  t.is(await second, 20);
+});
