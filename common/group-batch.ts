@@ -4,10 +4,11 @@
 // for connections, so the per-batch round trips are shared by more items. With `overlapMs`, a
 // batch starts beside running ones only once the latest of them has run that long: a steady
 // load then forms one large batch at a time instead of a large one and a few small ones, while
-// a slow batch (a huge call, a stalled commit) holds the others up for no more than that. Items with the same
-// `keyOf` never run in two batches at once and keep their order: a later one waits for the
-// batch holding an earlier one. Each add() settles with its own entry of run's answer (a
-// value, or an Error for that item alone); if run rejects, every item of that batch rejects.
+// a slow batch (a huge call, a stalled commit) holds the others up for no more than that.
+// Items with the same `keyOf` never run in two batches at once and keep their order: a later
+// one waits for the batch holding an earlier one. Each add() settles with its own entry of
+// run's answer (a value, or an Error for that item alone); if run rejects, every item of that
+// batch rejects.
 
 export interface GroupBatch<T, R> {
   add(item: T): Promise<R>;

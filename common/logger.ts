@@ -52,7 +52,7 @@ export function loggerTo(lines: LineBatch, level: string, name: string): Logger 
 
 const infoLines = new WeakMap<Logger, { lines: LineBatch; time: () => string; bindings: string }>();
 
-/** A log line's fields that infoLine writes itself: flat, plain values. */
+/** A log line's fields that infoLine writes itself: flat, plain values, under keys that are plain identifiers. */
 export type PlainFields = Record<string, string | number | boolean | null>;
 
 /**
