@@ -59,18 +59,21 @@ export type PlainFields = Record<string, string | number | boolean | null>;
  * log.info(fields), written without pino's serializer: the same line (level, time, bindings,
  * then the fields in order), for flat plain values, which need no redaction. A request's log
  * line through pino cost the gateway measurably in Identify's tail latency (README,
- * Performance). A logger made elsewhere gets log.info.
+ * Performance). Resolved once per logger (a hot path calls the writer per request); a logger
+ * made elsewhere gets log.info.
  */
-export function infoLine(log: Logger, fields: PlainFields): void {
-  if (!log.isLevelEnabled('info')) return;
+export function infoLine(log: Logger): (fields: PlainFields) => void {
   const fast = infoLines.get(log);
-  if (!fast) return void log.info(fields);
-  let line = `{"level":30${fast.time()}${fast.bindings}`;
-  for (const key in fields) {
-    const v = fields[key];
-    line += `,"${key}":${typeof v === 'string' ? JSON.stringify(v) : typeof v === 'number' && !Number.isFinite(v) ? 'null' : String(v)}`;
-  }
-  fast.lines.write(`${line}}\n`);
+  if (!fast) return (fields) => log.isLevelEnabled('info') && log.info(fields);
+  return (fields) => {
+    if (!log.isLevelEnabled('info')) return;
+    let line = `{"level":30${fast.time()}${fast.bindings}`;
+    for (const key in fields) {
+      const v = fields[key];
+      line += `,"${key}":${typeof v === 'string' ? JSON.stringify(v) : typeof v === 'number' && !Number.isFinite(v) ? 'null' : String(v)}`;
+    }
+    fast.lines.write(`${line}}\n`);
+  };
 }
 
 /** The file writer's side of a LineBatch: sonic-boom's. */

@@ -12,6 +12,7 @@ export type ObserveRequest = (route: string, status: number, seconds: number) =>
  * middleware of their own on Track's hot path).
  */
 export function requestLog(log: Logger, observe: ObserveRequest): Middleware<IngestState> {
+  const logLine = infoLine(log);
   return async function requestLog(ctx, next) {
     const started = performance.now();
     ctx.state.receivedAt = Date.now();
@@ -23,7 +24,7 @@ export function requestLog(log: Logger, observe: ObserveRequest): Middleware<Ing
       const ms = performance.now() - started;
       const route = routeName(ctx);
       observe(route ?? 'unmatched', ctx.status, ms / 1000);
-      infoLine(log, { requestId: ctx.state.requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(ms * 100) / 100 });
+      logLine({ requestId: ctx.state.requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(ms * 100) / 100 });
     }
   };
 }

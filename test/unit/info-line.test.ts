@@ -22,7 +22,7 @@ for (const [i, fields] of cases.entries()) {
   test(`infoLine writes the line pino writes for the same fields (${i})`, (t) => {
     const { log, lines } = captured();
     log.info(fields);
-    infoLine(log, fields);
+    infoLine(log)(fields);
     const [viaPino, viaInfoLine] = lines();
     t.truthy(viaInfoLine);
     t.is(untimed(viaInfoLine), untimed(viaPino));
@@ -32,13 +32,13 @@ for (const [i, fields] of cases.entries()) {
 
 test('infoLine writes nothing below the info level', (t) => {
   const { log, lines } = captured('warn');
-  infoLine(log, { status: 200 });
+  infoLine(log)({ status: 200 });
   t.deepEqual(lines(), []);
 });
 
 test('a logger made elsewhere gets log.info', (t) => {
   const chunks: string[] = [];
   const log = pino({ base: null, timestamp: false }, { write: (c: string) => chunks.push(c) });
-  infoLine(log, { status: 201, route: null });
+  infoLine(log)({ status: 201, route: null });
   t.deepEqual(chunks.map((c) => JSON.parse(c)), [{ level: 30, status: 201, route: null }]);
 });
