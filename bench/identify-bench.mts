@@ -3,6 +3,7 @@
 // Profiles read) in the same run, alternating rounds, medians compared.
 import type { ChildProcess } from 'node:child_process';
 import { perRequest, withCpu, type CpuSample } from './cpu-usage.mts';
+import { medianRound, roundsText } from './medians.mts';
 
 type LoadResult = { reqPerSec: number; p50: number; p99: number; errors: number; ok: number; duration: number };
 /** A wrk load of one of bench/wrk's scripts, with the environment it reads. */
@@ -26,10 +27,6 @@ export interface IdentifyBenchDeps {
 }
 
 const USERS = 10_000;
-
-function median<T extends { reqPerSec: number }>(runs: T[]): T {
-  return [...runs].sort((a, b) => a.reqPerSec - b.reqPerSec)[Math.floor(runs.length / 2)];
-}
 
 export async function benchIdentifyAndProfiles(d: IdentifyBenchDeps): Promise<void> {
   const ref = await d.start(['--import', 'tsx', 'bench/identify-reference.ts'], { DATABASE_URL: d.databaseUrl, PORT: '3198' }, /reference listening/);
@@ -71,8 +68,8 @@ export async function benchIdentifyAndProfiles(d: IdentifyBenchDeps): Promise<vo
         runs.push(await withCpu(d.gatewayPid, () => s.run(d.base, d.apiKey, `r${round}`)));
       }
       if (!d.want(s.name)) continue;
-      const r = median(runs);
-      const rr = median(refRuns);
+      const r = medianRound(runs);
+      const rr = medianRound(refRuns);
       d.report({
         scenario: s.refLabel,
         'req/s': rr.reqPerSec,
@@ -80,7 +77,7 @@ export async function benchIdentifyAndProfiles(d: IdentifyBenchDeps): Promise<vo
         'p99 ms': rr.p99,
         errors: rr.errors,
         'CPU ms/req server / pg / redis': perRequest(rr.cpu, rr.ok),
-        runs: refRuns.map((x) => x.reqPerSec).join(' / '),
+        runs: roundsText(refRuns),
       });
       d.report({
         scenario: `intake ${s.label}`,
@@ -90,7 +87,7 @@ export async function benchIdentifyAndProfiles(d: IdentifyBenchDeps): Promise<vo
         errors: r.errors,
         'x reference': Math.round((r.reqPerSec / rr.reqPerSec) * 100) / 100,
         'CPU ms/req server / pg / redis': perRequest(r.cpu, r.ok),
-        runs: runs.map((x) => x.reqPerSec).join(' / '),
+        runs: roundsText(runs),
       });
     }
   } finally {

@@ -35,6 +35,7 @@ import { runScript, startProcess, stopProcess } from './processes.mts';
 import { summarizeProfile } from './cpu-profile.mts';
 import { serverPids } from './cpu-usage.mts';
 import { benchIdentifyAndProfiles } from './identify-bench.mts';
+import { medianOf, medianRound, roundsText } from './medians.mts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -235,17 +236,17 @@ async function main() {
     if (ref) {
       await stop(ref.child);
       await createEventsQueue({ ...config, queuePrefix: `${prefix}-ref` }, redis).obliterate({ force: true });
-      reference = median(refRuns);
+      reference = medianRound(refRuns);
       report({
         scenario: 'reference: Koa + queue.add() per request',
         'req/s': reference.reqPerSec,
         'p50 ms': reference.p50,
         'p99 ms': reference.p99,
         errors: reference.errors,
-        runs: refRuns.map((r) => r.reqPerSec).join(' / '),
+        runs: roundsText(refRuns),
       });
     }
-    const r = median(trackRuns);
+    const r = medianRound(trackRuns);
     trackMax = r.reqPerSec;
     if (want('track'))
       report({
@@ -256,7 +257,7 @@ async function main() {
         errors: r.errors,
         'x reference': ratio(r.reqPerSec),
         'p99 x reference': reference ? Math.round((r.p99 / reference.p99) * 100) / 100 : '-',
-        runs: trackRuns.map((x) => x.reqPerSec).join(' / '),
+        runs: roundsText(trackRuns),
       });
   }
   if (want('identify') || want('profiles')) {
@@ -460,15 +461,6 @@ async function main() {
   await operator.close();
 
   console.log('\n' + table(rows));
-}
-
-function medianOf(values: number[]): number {
-  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-}
-
-/** The run with the median throughput (its latencies come with it). */
-function median<T extends { reqPerSec: number }>(runs: T[]): T {
-  return [...runs].sort((a, b) => a.reqPerSec - b.reqPerSec)[Math.floor(runs.length / 2)];
 }
 
 function table(list: Row[]): string {

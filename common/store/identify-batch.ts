@@ -231,7 +231,7 @@ const LATEST_CLAIMS = `(SELECT json_agg(claim) FROM (${LATEST_OF('email')} UNION
 const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)::int8`;
 const CLAIM_SQL = (withClaims: boolean) => `
 WITH m AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::text[]) AS m(env, hash, id, user_id, ts, traits)),
-ins AS (${INSERT_CLAIMS(1)}
+ins AS (${INSERT_CLAIMS(1, 'skip')}
   RETURNING environment_id, message_hash),
 users AS (
   SELECT u.environment_id, u.user_hash, u.user_id, u.profile_id

@@ -36,12 +36,16 @@ export function claimValues(claims: MessageClaim[]): unknown[] {
   ];
 }
 
-/** Inserts the claims of the six arrays from $p on; a messageId already claimed is skipped. */
-export const INSERT_CLAIMS = (p: number) => `
+/**
+ * Inserts the claims of the six arrays from $p on. `skip`: a messageId already claimed is
+ * skipped (the locked path reads which); `fail`: it fails the statement with 23505 (the cached
+ * path, which then falls back to the locked path), a plain insert, cheaper for PostgreSQL than
+ * ON CONFLICT's speculative one (no second index probe, no confirmation record in the WAL).
+ */
+export const INSERT_CLAIMS = (p: number, taken: 'skip' | 'fail') => `
   INSERT INTO identify_messages (environment_id, message_id, message_hash, user_id, timestamp_ms, traits)
   SELECT env, id, decode(hash, 'hex'), user_id, ts, traits
-  FROM unnest($${p}::uuid[], $${p + 1}::text[], $${p + 2}::text[], $${p + 3}::text[], $${p + 4}::int8[], $${p + 5}::text[]) AS m(env, hash, id, user_id, ts, traits)
-  ON CONFLICT DO NOTHING`;
+  FROM unnest($${p}::uuid[], $${p + 1}::text[], $${p + 2}::text[], $${p + 3}::text[], $${p + 4}::int8[], $${p + 5}::text[]) AS m(env, hash, id, user_id, ts, traits)${taken === 'skip' ? '\n  ON CONFLICT DO NOTHING' : ''}`;
 
 /** Address history rows (4 arrays from $p on) and outbox rows (3 arrays from $p + 4 on). */
 export const INSERT_ADDRESS_CLAIMS_AND_OUTBOX = (p: number) => `

@@ -13,30 +13,44 @@ export const OUTBOX_CHANNEL = 'intake_outbox';
 /** Wakes the relay; called after a commit that wrote outbox rows. */
 export type OutboxNotify = () => void;
 
+/** A NOTIFY goes at most this often: a busy gateway commits hundreds of batches a second. */
+export const NOTIFY_GAP_MS = 20;
+
 /**
  * NOTIFY after the commit, on its own, never inside the writing transaction: a NOTIFY makes its
  * transaction take PostgreSQL's one database-wide notify lock from commit until its WAL flush
  * is done, and that serialized every Identify commit of every gateway (measured: commits
- * waiting on `Lock: object`). At most one NOTIFY is in flight; calls meanwhile fold into one
- * more. A NOTIFY lost with a crash or an outage only delays the relay to its next poll.
+ * waiting on `Lock: object`). At most one NOTIFY is in flight, and the next goes no sooner than
+ * `gapMs` after it: calls meanwhile fold into that one (one NOTIFY per batch was a round trip
+ * and a backend's wake-up per batch). A NOTIFY lost with a crash or an outage only delays the
+ * relay to its next poll.
  */
-export function createOutboxNotify(pool: pg.Pool): OutboxNotify {
-  let sending = false;
+export function createOutboxNotify(pool: pg.Pool, gapMs = NOTIFY_GAP_MS): OutboxNotify {
+  let busy = false; // a NOTIFY is in flight or waiting for its turn
   let again = false;
+  let last = -Infinity;
+  const sendInTurn = () => {
+    const wait = last + gapMs - performance.now();
+    if (wait > 0) setTimeout(send, wait).unref();
+    else send();
+  };
   const send = () => {
-    sending = true;
     again = false;
+    last = performance.now();
     pool
       .query(`SELECT pg_notify('${OUTBOX_CHANNEL}', '')`)
       .catch(() => {})
       .finally(() => {
-        sending = false;
-        if (again) send();
+        if (again) sendInTurn();
+        else busy = false;
       });
   };
   return () => {
-    if (sending) again = true;
-    else send();
+    if (busy) again = true;
+    else {
+      busy = true;
+      sendInTurn();
+    }
   };
 }
 

@@ -4,10 +4,10 @@ import { forbidden, invalidEnvironment } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 
 /** Check 3: `X-Service-Environment` format (400), and `production` (403). */
-export const environmentHeader: Middleware<IngestState> = async function environmentHeader(ctx, next) {
+export const environmentHeader: Middleware<IngestState> = function environmentHeader(ctx, next) {
   const header = readEnvironmentHeader(ctx.req.headers['x-service-environment']);
   if (header.kind === 'invalid') throw invalidEnvironment();
   if (header.kind === 'production') throw forbidden();
   ctx.state.environmentKey = header.key;
-  await next();
+  return next();
 };

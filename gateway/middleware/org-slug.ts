@@ -4,9 +4,9 @@ import { invalidOrgSlug } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 
 /** Check 2: the `{org_slug}` path value's format. */
-export const orgSlug: RouterMiddleware<IngestState> = async function orgSlug(ctx, next) {
+export const orgSlug: RouterMiddleware<IngestState> = function orgSlug(ctx, next) {
   const value = ctx.params.orgSlug ?? '';
   if (!isValidPathValue(value)) throw invalidOrgSlug();
   ctx.state.pathValue = value;
-  await next();
+  return next();
 };

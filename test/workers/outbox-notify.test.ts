@@ -1,6 +1,6 @@
 // The relay's wake-up (common/store/outbox.ts createOutboxNotify): sent after the Identify
 // transaction commits, not inside it (where it held PostgreSQL's database-wide notify lock
-// through every commit), and folded while one is in flight. A LISTEN connection counts them,
+// through every commit), and folded while one is in flight or waits for its gap. A LISTEN connection counts them,
 // in a database of this file's own: notifications are per database, and other test files'
 // Identify calls notify too.
 import test from 'ava';
@@ -25,15 +25,20 @@ test.after.always(async () => {
   await h?.close();
 });
 
-/** A LISTEN connection on the outbox channel; `count()` is how many notifications it got. */
+/** A LISTEN connection on the outbox channel; `count()` is how many notifications it got, `lastAt()` when the last came. */
 async function listener(t: { teardown(fn: () => Promise<void>): void }) {
   const client = new pg.Client({ connectionString: h.config.databaseUrl });
   await client.connect();
   t.teardown(() => client.end());
   let received = 0;
-  client.on('notification', (n) => n.channel === OUTBOX_CHANNEL && received++);
+  let lastAt = 0;
+  client.on('notification', (n) => {
+    if (n.channel !== OUTBOX_CHANNEL) return;
+    received++;
+    lastAt = Date.now();
+  });
   await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
-  return { count: () => received };
+  return { count: () => received, lastAt: () => lastAt };
 }
 
 test.serial('calls while a NOTIFY is in flight fold into one more: ten calls, at least one and at most two notifications', async (t) => {
@@ -43,6 +48,22 @@ test.serial('calls while a NOTIFY is in flight fold into one more: ten calls, at
   t.true(await eventually(async () => listening.count() >= 1));
   await sleep(300);
   t.true(listening.count() <= 2, `got ${listening.count()}`);
+});
+
+test.serial('NOTIFYs go at most once a gap: calls every 5 ms give one per 100 ms gap, and one after the last call', async (t) => {
+  const listening = await listener(t);
+  const notify = createOutboxNotify(poolOf(h.db), 100);
+  const started = Date.now();
+  let lastCall = started;
+  for (let i = 0; i < 60; i++) {
+    lastCall = Date.now();
+    notify();
+    await sleep(5);
+  }
+  await sleep(400);
+  const gaps = (lastCall - started) / 100;
+  t.true(listening.count() >= 2 && listening.count() <= Math.ceil(gaps) + 1, `got ${listening.count()} over ${gaps} gaps`);
+  t.true(listening.lastAt() >= lastCall, 'a call that folded into a later NOTIFY still gets it');
 });
 
 test.serial('an Identify that writes an outbox row wakes the relay once it is answered; one that writes none does not', async (t) => {
