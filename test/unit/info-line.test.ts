@@ -40,5 +40,8 @@ test('a logger made elsewhere gets log.info', (t) => {
   const chunks: string[] = [];
   const log = pino({ base: null, timestamp: false }, { write: (c: string) => chunks.push(c) });
   infoLine(log)({ status: 201, route: null });
-  t.deepEqual(chunks.map((c) => JSON.parse(c)), [{ level: 30, status: 201, route: null }]);
+  t.deepEqual(
+    chunks.map((c) => JSON.parse(c)),
+    [{ level: 30, status: 201, route: null }],
+  );
 });
