@@ -30,6 +30,8 @@ export interface IdentifyCall {
   envId: string;
   /** The organization has the join-by-email feature. */
   joinByEmail: boolean;
+  /** The organization has the attribute-trigger feature: its trait changes go to the outbox (they can start journeys). */
+  attributeTrigger: boolean;
   input: IdentifyInput;
   /** As sent, or generated when omitted. */
   messageId: string;
@@ -50,6 +52,7 @@ export function toIdentifyCall(env: { id: string; features: readonly string[] },
   return {
     envId: env.id,
     joinByEmail: env.features.includes('join-by-email'),
+    attributeTrigger: env.features.includes('attribute-trigger'),
     input,
     messageId,
     callTime: input.timestampMs ?? receivedAt,
@@ -248,7 +251,8 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
       profile.latest[channel] = laterClaim(profile.latest[channel], claim);
     }
 
-    if (merged.changed.length) {
+    // Only attribute-triggered journeys read a change: without the feature it would be relayed and dropped.
+    if (merged.changed.length && call.attributeTrigger) {
       const changed = Object.fromEntries(merged.changed.map((k) => [k, merged.fields[k]]));
       const payload = { userId: input.userId, profileId: profile.id, messageId: call.messageId, at: call.callTime, changed };
       plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.profileFieldsChanged, payload: stringifyJson(payload) });

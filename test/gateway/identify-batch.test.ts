@@ -105,8 +105,8 @@ test('duplicate retry and conflicting reuse of a messageId inside one batch', as
 });
 
 test('a traits-only, a consent-only and a join-by-email call take one path: one batch, one transaction', async (t) => {
-  const tenant = await newTenant(h, 'join-by-email');
-  const features = ['join-by-email'];
+  const tenant = await newTenant(h, 'join-by-email,attribute-trigger');
+  const features = ['join-by-email', 'attribute-trigger'];
   await applyIdentifyBatch(poolOf(h.db), [call(tenant, input('owner', { email: 'shared@example.com' }), features)]);
   const calls = [
     call(tenant, input('plain', { plan: 'pro' }), features),

@@ -71,7 +71,7 @@ async function fieldChanges(tenant: Tenant, userId: string): Promise<{ messageId
 }
 
 test('40 calls for one user at once through two gateways: every trait kept, the latest timestamp wins', async (t) => {
-  const tenant = await newTenant(h);
+  const tenant = await newTenant(h, 'attribute-trigger');
   const N = 40;
   for (let round = 0; round < 3; round++) {
     const userId = uid('racer');
@@ -103,7 +103,7 @@ test('40 calls for one user at once through two gateways: every trait kept, the 
 });
 
 test('equal timestamps racing on one trait: one sent value wins, with that time; older calls then lose, equal ones win', async (t) => {
-  const tenant = await newTenant(h);
+  const tenant = await newTenant(h, 'attribute-trigger');
   const N = 20;
   for (let round = 0; round < 3; round++) {
     const userId = uid('tie');
@@ -139,7 +139,7 @@ test('equal timestamps racing on one trait: one sent value wins, with that time;
 });
 
 test('concurrent first calls for a new user create exactly one profile', async (t) => {
-  const tenant = await newTenant(h);
+  const tenant = await newTenant(h, 'attribute-trigger');
   const N = 12;
   const users: string[] = [];
   for (let round = 0; round < 5; round++) {
@@ -164,7 +164,7 @@ test('concurrent first calls for a new user create exactly one profile', async (
 });
 
 test('the same messageId raced on both gateways is applied once: one duplicate false, the rest duplicate true', async (t) => {
-  const tenant = await newTenant(h);
+  const tenant = await newTenant(h, 'attribute-trigger');
   const userId = uid('idem');
   for (let round = 0; round < 8; round++) {
     const messageId = `race-${round}-${randomBytes(3).toString('hex')}`;
@@ -190,7 +190,7 @@ test('the same messageId raced on both gateways is applied once: one duplicate f
 });
 
 test('the same messageId with different traits raced: one call applied, the other 409, the profile holds the applied one', async (t) => {
-  const tenant = await newTenant(h);
+  const tenant = await newTenant(h, 'attribute-trigger');
   for (let round = 0; round < 6; round++) {
     const userId = uid('conflict');
     const messageId = `conflict-${round}-${randomBytes(3).toString('hex')}`;
@@ -208,7 +208,7 @@ test('the same messageId with different traits raced: one call applied, the othe
 });
 
 test('consent decisions for one address raced: the newest wins whatever the arrival order; equal times go to withdrawn', async (t) => {
-  const tenant = await newTenant(h);
+  const tenant = await newTenant(h, 'attribute-trigger');
   const decision = (address: string) => consentGet(h.operator, [tenant.slug, 'email', address]);
   const consentCall = (userId: string, email: string, status: string, at: number) => ({
     userId,

@@ -7,7 +7,7 @@ import { identifyInput } from '../helpers/identify-input.ts';
 const ENV = '00000000-0000-0000-0000-00000000000e';
 const T = Date.parse('2024-05-01T10:00:00Z');
 
-function call(userId: string, traits: Record<string, unknown>, extra: Partial<IdentifyInput> = {}, features: string[] = []) {
+function call(userId: string, traits: Record<string, unknown>, extra: Partial<IdentifyInput> = {}, features: string[] = ['attribute-trigger']) {
   return toIdentifyCall({ id: ENV, features }, identifyInput(userId, traits, { timestampMs: T, ...extra }), T);
 }
 
@@ -70,6 +70,17 @@ test('consent: an address sent by an earlier call of the batch is the one a late
   t.deepEqual(
     plan.outbox.map((o) => o.kind),
     ['profile_fields_changed', 'subscription_changed'],
+  );
+});
+
+test('without the attribute-trigger feature a trait change writes no outbox row; a consent change still writes its own', (t) => {
+  const grant = decisionInput();
+  const snapshot = { ...empty(), decisions: null };
+  const plan = planBatch([call('a', { email: 'A@Example.com' }, {}, []), call('a', { n: 1 }, { consent: [grant] }, [])], snapshot, T, newId);
+  t.deepEqual(JSON.parse(plan.profiles[0].fields), { email: 'A@Example.com', n: 1 });
+  t.deepEqual(
+    plan.outbox.map((o) => o.kind),
+    ['subscription_changed'],
   );
 });
 

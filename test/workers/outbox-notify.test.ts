@@ -67,7 +67,7 @@ test.serial('NOTIFYs go at most once a gap: calls every 5 ms give one per 100 ms
 });
 
 test.serial('an Identify that writes an outbox row wakes the relay once it is answered; one that writes none does not', async (t) => {
-  const tenant = await newTenant(h);
+  const tenant = await newTenant(h, 'attribute-trigger');
   const listening = await listener(t);
   const identify = (body: Record<string, unknown>) =>
     request(gateway.url, `/api/identify/${tenant.slug}`, { body: { type: 'identify', ...body }, headers: { 'x-api-key': tenant.key } });

@@ -82,7 +82,7 @@ async function allRelayed(tenant: Tenant, count: number, timeoutMs = 15_000): Pr
 }
 
 test.serial('a trait change writes one profile_fields_changed row, a consent change a subscription_changed row, before the 200', async (t) => {
-  const tenant = await newTenant(h);
+  const tenant = await newTenant(h, 'attribute-trigger');
   const userId = 'outbox-user';
 
   const first = await applied(t, tenant, {
@@ -126,8 +126,27 @@ test.serial('a trait change writes one profile_fields_changed row, a consent cha
   t.like(JSON.parse(rows[3].payload), { userId, messageId: third, address: 'ada@example.com', status: 'withdrawn', decidedAt: BASE + 2000 });
 });
 
-test.serial('a duplicate retry, a call changing nothing and a call whose traits are all older write no row', async (t) => {
+test.serial('without the attribute-trigger feature a trait change writes no row (no journey could start from it); a consent change still does', async (t) => {
   const tenant = await newTenant(h);
+  const userId = 'no-trigger-user';
+  await applied(t, tenant, { userId, timestamp: iso(BASE), traits: { plan: 'free', email: 'bo@example.com' } });
+  t.deepEqual(await rowsOf(tenant), []);
+  await applied(t, tenant, {
+    userId,
+    timestamp: iso(BASE + 1000),
+    traits: { plan: 'pro' },
+    consent: [{ channel: 'email', status: 'granted', consentedAt: BASE }],
+  });
+  t.deepEqual(
+    (await rowsOf(tenant)).map((r) => r.kind),
+    [SERVICE_EVENTS.subscriptionChanged],
+  );
+  const profile = await h.db.profile.findUniqueOrThrow({ where: { id: await profileIdOf(tenant, userId) } });
+  t.deepEqual(JSON.parse(profile.fields), { plan: 'pro', email: 'bo@example.com' }, 'the changes themselves are applied');
+});
+
+test.serial('a duplicate retry, a call changing nothing and a call whose traits are all older write no row', async (t) => {
+  const tenant = await newTenant(h, 'attribute-trigger');
   const userId = 'quiet-user';
   const body = {
     userId,
@@ -170,7 +189,7 @@ test.serial('a duplicate retry, a call changing nothing and a call whose traits 
 });
 
 test.serial('a running worker relays each row to the service-events queue as job o<id> and marks it relayed; relaying a row again adds no job', async (t) => {
-  const tenant = await newTenant(h);
+  const tenant = await newTenant(h, 'attribute-trigger');
   const queue = serviceQueue(t, h.env.QUEUE_PREFIX);
   const worker = await workerInProcess(h);
   t.teardown(() => worker.close());
@@ -220,7 +239,7 @@ test.serial('a service event written while the worker cannot reach Redis reaches
   const wh = await openHarness({ DATABASE_URL: OUTBOX_DATABASE_URL, REDIS_URL: proxy.url('redis') });
   t.teardown(() => wh.close());
   const queue = serviceQueue(t, wh.env.QUEUE_PREFIX);
-  const tenant = await newTenant(h);
+  const tenant = await newTenant(h, 'attribute-trigger');
   const worker = await workerInProcess(wh);
   t.teardown(() => worker.close());
 
