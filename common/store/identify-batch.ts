@@ -134,7 +134,8 @@ async function runBatch(
       const version = !fitsCachedWrite(plan)
         ? null
         : await writeCached(client, calls, cached, plan).catch((err: unknown) => {
-            // Stale, or refused for its data: the locked path below reads what is stored (and isolates a bad call).
+            // Stale, a messageId claimed before (23505), or refused for its data: the locked path below
+            // reads what is stored (and isolates a bad call).
             if (hasSqlState(err)) return null;
             throw err;
           });

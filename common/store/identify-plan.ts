@@ -251,7 +251,8 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
       profile.latest[channel] = laterClaim(profile.latest[channel], claim);
     }
 
-    // Only attribute-triggered journeys read a change: without the feature it would be relayed and dropped.
+    // Only attribute-triggered journeys read a change: without the feature it would be relayed and
+    // dropped (the worker checks again when it runs, for a feature turned off meanwhile: journeys.ts).
     if (merged.changed.length && call.attributeTrigger) {
       const changed = Object.fromEntries(merged.changed.map((k) => [k, merged.fields[k]]));
       const payload = { userId: input.userId, profileId: profile.id, messageId: call.messageId, at: call.callTime, changed };
