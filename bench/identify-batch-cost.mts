@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../common/config.ts';
 import { createDb, poolOf } from '../common/db.ts';
+import { callDigest } from '../common/domain/call-digest.ts';
 import { stringifyJson } from '../common/domain/json-text.ts';
 import { migrate } from '../common/migrate.ts';
 import { addressTraitsOf } from '../common/validation/identify.ts';
@@ -24,14 +25,17 @@ const nextCall = () => {
   n++;
   const user = n % 10000;
   const traits = { name: `User ${user}`, plan: `p${n % 7}`, visits: n, email: `user${user}@shop.io` };
+  const userId = `user-${user}`;
+  const timestampMs = Date.now();
   const input = {
-    userId: `user-${user}`,
+    userId,
     traitsText: stringifyJson(traits),
     addressTraits: addressTraitsOf(traits),
     messageId: `${run}-${n}`,
     timestamp: null,
-    timestampMs: Date.now(),
+    timestampMs,
     consent: [],
+    callDigest: callDigest(userId, timestampMs, traits),
   };
   return toIdentifyCall({ id: envId, features: [] }, input, Date.now());
 };

@@ -27,6 +27,7 @@ import { hash } from 'node:crypto';
 import type pg from 'pg';
 import { isWriteConflict, QUERY_TIMEOUT_MS, queryTimeoutFor } from '../db.ts';
 import type { Decision } from '../domain/consent.ts';
+import { callDigest } from '../domain/call-digest.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
 import { inlineJsonWork, type JsonWork } from '../json-pool.ts';
 import { Pipeline } from '../pipeline.ts';
@@ -197,7 +198,7 @@ interface ClaimRow {
   env: string;
   /** The key's digest (hex), or the profile's id. */
   hash: string;
-  /** prior: messageId, userId, timestamp, traits; user: userId, profile id; profile: fields, times, updated_at, email. */
+  /** prior: call digest (a legacy claim: none, and userId, timestamp, traits); user: userId, profile id; profile: fields, times, updated_at, email. */
   a: string | null;
   b: string | null;
   ts: string | null;
@@ -222,8 +223,12 @@ interface StoredClaimRow {
 // committed before the statement began are the priors; of the claims, only those it did not
 // insert come back (usually none). A claim that waited for another
 // transaction's insert is read again below.
-const PRIOR_COLUMNS = `'prior' AS kind, i.environment_id AS env, encode(i.message_hash, 'hex') AS hash, i.message_id AS a, i.user_id AS b,
-  i.timestamp_ms AS ts, i.traits AS c, NULL::int8 AS e, NULL::json AS f, NULL::json AS g`;
+// A claim recorded before call digests (the 20261125000000 migration) has none: its call's
+// parts come from identify_messages_legacy, and its digest is computed here.
+const PRIOR_COLUMNS = `'prior' AS kind, i.environment_id AS env, i.message_key::text AS hash, i.call_digest::text AS a, l.user_id AS b,
+  l.timestamp_ms AS ts, l.traits AS c, NULL::int8 AS e, NULL::json AS f, NULL::json AS g`;
+const LEGACY_JOIN = `LEFT JOIN identify_messages_legacy l
+  ON i.call_digest IS NULL AND l.environment_id = i.environment_id AND l.message_key = i.message_key`;
 const CLAIM_JSON = `json_build_object('channel', c.channel, 'value', c.value, 'at', c.at, 'order', c.id)`;
 const ADDRESS_HISTORY = `(SELECT coalesce(json_agg(${CLAIM_JSON} ORDER BY c.id), '[]') FROM address_claims c WHERE c.profile_id = l.id)`;
 const LATEST_OF = (channel: string) =>
@@ -231,20 +236,20 @@ const LATEST_OF = (channel: string) =>
 const LATEST_CLAIMS = `(SELECT json_agg(claim) FROM (${LATEST_OF('email')} UNION ALL ${LATEST_OF('sms')}) latest)`;
 const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)::int8`;
 const CLAIM_SQL = (withClaims: boolean) => `
-WITH m AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::text[]) AS m(env, hash, id, user_id, ts, traits)),
+WITH m AS (SELECT * FROM unnest($1::uuid[], $2::uuid[]) AS m(env, key)),
 ins AS (${INSERT_CLAIMS(1, 'skip')}
-  RETURNING environment_id, message_hash),
+  RETURNING environment_id, message_key),
 users AS (
   SELECT u.environment_id, u.user_hash, u.user_id, u.profile_id
-  FROM profile_users u JOIN unnest($7::uuid[], $8::text[]) AS k(env, hash) ON u.environment_id = k.env AND u.user_hash = decode(k.hash, 'hex')),
+  FROM profile_users u JOIN unnest($4::uuid[], $5::text[]) AS k(env, hash) ON u.environment_id = k.env AND u.user_hash = decode(k.hash, 'hex')),
 locked AS (
   SELECT p.id, p.environment_id, p.fields, p.trait_times, p.updated_at, p.email, p.created_at FROM profiles p
-  WHERE p.id = ANY(ARRAY(SELECT profile_id FROM users)) OR (p.email = ANY($9::text[]) AND p.environment_id = ANY($10::uuid[]))
+  WHERE p.id = ANY(ARRAY(SELECT profile_id FROM users)) OR (p.email = ANY($6::text[]) AND p.environment_id = ANY($7::uuid[]))
   ORDER BY p.id FOR UPDATE)
-SELECT ${PRIOR_COLUMNS} FROM identify_messages i JOIN m ON i.environment_id = m.env AND i.message_hash = decode(m.hash, 'hex')
+SELECT ${PRIOR_COLUMNS} FROM identify_messages i JOIN m ON i.environment_id = m.env AND i.message_key = m.key ${LEGACY_JOIN}
 UNION ALL
-SELECT 'unclaimed', m.env, m.hash, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM m
-  WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.environment_id = m.env AND ins.message_hash = decode(m.hash, 'hex'))
+SELECT 'unclaimed', m.env, m.key::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM m
+  WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.environment_id = m.env AND ins.message_key = m.key)
 UNION ALL
 SELECT 'user', environment_id, encode(user_hash, 'hex'), user_id, profile_id::text, NULL, NULL, NULL, NULL, NULL FROM users
 UNION ALL
@@ -253,13 +258,12 @@ SELECT 'profile', l.environment_id, l.id::text, l.fields, l.trait_times, ${MS('l
 
 const PRIORS_SQL = `
 SELECT ${PRIOR_COLUMNS}
-  FROM identify_messages i JOIN unnest($1::uuid[], $2::text[]) AS k(env, hash) ON i.environment_id = k.env AND i.message_hash = decode(k.hash, 'hex')`;
+  FROM identify_messages i JOIN unnest($1::uuid[], $2::uuid[]) AS k(env, key) ON i.environment_id = k.env AND i.message_key = k.key ${LEGACY_JOIN}`;
 
 /** The batch's plan, computed where its size allows (json-pool.ts); what the rules threw is thrown again here. */
 async function planOf(json: JsonWork, calls: IdentifyCall[], snap: Snapshot, now: number): Promise<Plan> {
   const texts = calls.map((c) => c.traitsText);
   for (const p of snap.profiles.values()) texts.push(p.fields, p.times);
-  for (const p of snap.priors.values()) texts.push(p.traitsText);
   const outcome = await json.runFor(texts, 'planIdentifyBatch', calls, snap, now);
   if (outcome.kind === 'plan') return outcome.plan;
   const rebuilt = { SnapshotChanged, TypeError, RangeError, SyntaxError }[outcome.name];
@@ -280,6 +284,7 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
   const withClaims = calls.some((c) => c.input.consent.length > 0);
 
   const pipe = new Pipeline(client);
+  // The statement reads back the batch's profiles, large when its traits are.
   const claimMs = queryTimeoutFor(sum(claims.map((m) => m.call.traitsText.length)));
   pipe.query({
     text: `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; ${largeStatementBound(claimMs)}
@@ -307,17 +312,17 @@ async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promi
     else if (r.kind === 'user') userRows.set(rowKey(r.env, r.hash), r);
     else profiles.set(r.hash, toStored(r));
   }
-  const unseen = claims.filter((m) => unclaimed.has(rowKey(m.call.envId, m.hash)) && !priorRows.has(rowKey(m.call.envId, m.hash)));
+  const unseen = claims.filter((m) => unclaimed.has(rowKey(m.call.envId, m.key)) && !priorRows.has(rowKey(m.call.envId, m.key)));
   if (unseen.length) {
-    const again = await client.query<ClaimRow>(PRIORS_SQL, [unseen.map((m) => m.call.envId), unseen.map((m) => m.hash)]);
+    const again = await client.query<ClaimRow>(PRIORS_SQL, [unseen.map((m) => m.call.envId), unseen.map((m) => m.key)]);
     for (const r of again.rows) priorRows.set(rowKey(r.env, r.hash), r);
   }
 
   const priors = new Map<string, PriorMessage>();
   for (const [ref, m] of byMessage) {
-    const r = priorRows.get(rowKey(m.call.envId, m.hash));
-    if (!r || !unclaimed.has(rowKey(m.call.envId, m.hash))) continue;
-    priors.set(ref, { messageKey: r.a!, userKey: r.b!, timestampMs: r.ts === null ? null : Number(r.ts), traitsText: r.c! });
+    const r = priorRows.get(rowKey(m.call.envId, m.key));
+    if (!r || !unclaimed.has(rowKey(m.call.envId, m.key))) continue;
+    priors.set(ref, { digest: r.a ?? callDigest(fromPgText(r.b!), r.ts === null ? null : Number(r.ts), JSON.parse(r.c!)) });
   }
   const users = new Map<string, string>();
   for (const [ref, u] of byUser) {

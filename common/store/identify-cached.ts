@@ -31,11 +31,11 @@ WITH
 claims AS (${INSERT_CLAIMS(1, 'fail')}),
 updated AS (
   UPDATE profiles p SET fields = t.fields, trait_times = t.times, updated_at = t.updated_at, email = t.email
-  FROM unnest($7::uuid[], $8::xid[], $9::text[], $10::text[], $11::timestamptz[], $12::text[]) AS t(id, version, fields, times, updated_at, email)
+  FROM unnest($4::uuid[], $5::xid[], $6::text[], $7::text[], $8::timestamptz[], $9::text[]) AS t(id, version, fields, times, updated_at, email)
   WHERE p.id = t.id AND p.xmin = t.version
   RETURNING 1),
-${INSERT_ADDRESS_CLAIMS_AND_OUTBOX(13)}
-SELECT intake_assert_current((SELECT count(*) FROM updated) = cardinality($7::uuid[])) AS ok,
+${INSERT_ADDRESS_CLAIMS_AND_OUTBOX(10)}
+SELECT intake_assert_current((SELECT count(*) FROM updated) = cardinality($4::uuid[])) AS ok,
   pg_current_xact_id()::xid::text AS version`;
 
 /**
@@ -56,7 +56,7 @@ export function fitsCachedWrite(plan: Plan): boolean {
 export async function writeCached(client: pg.PoolClient, calls: IdentifyCall[], cached: CachedSnapshot, plan: Plan): Promise<string> {
   // In id order, as the locked path locks them.
   const profiles = [...plan.profiles].sort((x, y) => compare(x.id, y.id));
-  const ms = queryTimeoutFor(carriedChars(plan) + calls.reduce((n, c) => n + c.traitsText.length, 0));
+  const ms = queryTimeoutFor(carriedChars(plan));
   const pipe = new Pipeline(client);
   pipe.query({ text: `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; ${largeStatementBound(ms)}` });
   const write = pipe.query<{ version: string }>(

@@ -16,7 +16,6 @@ import {
   type Decision,
 } from '../domain/consent.ts';
 import { joinableEmail } from '../domain/email.ts';
-import { jsonEqual } from '../domain/json-equal.ts';
 import { toPgText } from '../domain/pg-text.ts';
 import { SERVICE_EVENTS } from '../domain/service-events.ts';
 import { stringifyJson } from '../domain/json-text.ts';
@@ -89,11 +88,9 @@ export interface StoredProfile {
 
 export type LatestClaims = Partial<Record<Channel, StoredClaim>>;
 
+/** The earlier call recorded under a messageId: its userId, timestamp and traits as one digest (call-digest.ts). */
 export interface PriorMessage {
-  messageKey: string;
-  userKey: string;
-  timestampMs: number | null;
-  traitsText: string;
+  digest: string;
 }
 
 /** What the store read (and locked) for a batch. */
@@ -187,18 +184,13 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
     const { input } = call;
     const mref = messageRef(call);
     const prior = seen.get(mref) ?? snap.priors.get(mref);
-    // The traits are parsed here, once per call (validation kept them as text: json-pool.ts).
-    const traits = JSON.parse(call.traitsText) as Record<string, unknown>;
     if (prior) {
-      const same =
-        prior.messageKey === call.messageKey &&
-        prior.userKey === call.userKey &&
-        prior.timestampMs === input.timestampMs &&
-        (prior.traitsText === call.traitsText || jsonEqual(JSON.parse(prior.traitsText), traits));
-      plan.verdicts.push(same ? 'duplicate' : 'conflict');
+      plan.verdicts.push(prior.digest === input.callDigest ? 'duplicate' : 'conflict');
       continue;
     }
-    seen.set(mref, { messageKey: call.messageKey, userKey: call.userKey, timestampMs: input.timestampMs, traitsText: call.traitsText });
+    seen.set(mref, { digest: input.callDigest });
+    // The traits are parsed here, once per call (validation kept them as text: json-pool.ts).
+    const traits = JSON.parse(call.traitsText) as Record<string, unknown>;
 
     const uref = userRef(call);
     const ownId = users.get(uref);

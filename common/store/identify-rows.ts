@@ -9,8 +9,17 @@ export const hex = (text: string) => hashStored(text).toString('hex');
 
 export interface MessageClaim {
   call: IdentifyCall;
-  /** The messageId's digest, hex. */
-  hash: string;
+  /** The messageId's key (messageKeyOf). */
+  key: string;
+}
+
+/**
+ * A messageId's key in identify_messages: the first 128 bits of its SHA-256, as a uuid. Two
+ * messageIds of one environment share a key only through a 128-bit collision.
+ */
+export function messageKeyOf(messageKey: string): string {
+  const h = hex(messageKey);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
 /**
@@ -19,33 +28,25 @@ export interface MessageClaim {
  */
 export function messageClaims(calls: IdentifyCall[]): { byMessage: Map<string, MessageClaim>; sorted: MessageClaim[] } {
   const byMessage = new Map<string, MessageClaim>();
-  for (const c of calls) if (!byMessage.has(messageRef(c))) byMessage.set(messageRef(c), { call: c, hash: hex(c.messageKey) });
-  const sorted = [...byMessage.values()].sort((x, y) => compare(x.call.envId + x.hash, y.call.envId + y.hash));
+  for (const c of calls) if (!byMessage.has(messageRef(c))) byMessage.set(messageRef(c), { call: c, key: messageKeyOf(c.messageKey) });
+  const sorted = [...byMessage.values()].sort((x, y) => compare(x.call.envId + x.key, y.call.envId + y.key));
   return { byMessage, sorted };
 }
 
-/** The claims' six arrays: environment, digest, messageId, userId, timestamp, traits. */
+/** The claims' three arrays: environment, key, call digest. */
 export function claimValues(claims: MessageClaim[]): unknown[] {
-  return [
-    claims.map((m) => m.call.envId),
-    claims.map((m) => m.hash),
-    claims.map((m) => m.call.messageKey),
-    claims.map((m) => m.call.userKey),
-    claims.map((m) => m.call.input.timestampMs),
-    claims.map((m) => m.call.traitsText),
-  ];
+  return [claims.map((m) => m.call.envId), claims.map((m) => m.key), claims.map((m) => m.call.input.callDigest)];
 }
 
 /**
- * Inserts the claims of the six arrays from $p on. `skip`: a messageId already claimed is
+ * Inserts the claims of the three arrays from $p on. `skip`: a messageId already claimed is
  * skipped (the locked path reads which); `fail`: it fails the statement with 23505 (the cached
  * path, which then falls back to the locked path), a plain insert, cheaper for PostgreSQL than
  * ON CONFLICT's speculative one (no second index probe, no confirmation record in the WAL).
  */
 export const INSERT_CLAIMS = (p: number, taken: 'skip' | 'fail') => `
-  INSERT INTO identify_messages (environment_id, message_id, message_hash, user_id, timestamp_ms, traits)
-  SELECT env, id, decode(hash, 'hex'), user_id, ts, traits
-  FROM unnest($${p}::uuid[], $${p + 1}::text[], $${p + 2}::text[], $${p + 3}::text[], $${p + 4}::int8[], $${p + 5}::text[]) AS m(env, hash, id, user_id, ts, traits)${taken === 'skip' ? '\n  ON CONFLICT DO NOTHING' : ''}`;
+  INSERT INTO identify_messages (environment_id, message_key, call_digest)
+  SELECT * FROM unnest($${p}::uuid[], $${p + 1}::uuid[], $${p + 2}::int8[])${taken === 'skip' ? '\n  ON CONFLICT DO NOTHING' : ''}`;
 
 /** Address history rows (4 arrays from $p on) and outbox rows (3 arrays from $p + 4 on). */
 export const INSERT_ADDRESS_CLAIMS_AND_OUTBOX = (p: number) => `

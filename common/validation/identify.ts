@@ -10,6 +10,7 @@ import type { TestContext } from 'yup';
 import { abortError, isAborting, issueAt, issueError, issueErrors, toIssues } from './issues.ts';
 import type { Issue, IssueData, IssueOptions } from './issues.ts';
 import { stringifyJson } from '../domain/json-text.ts';
+import { callDigest } from '../domain/call-digest.ts';
 import { parseTimestamp } from './timestamp.ts';
 import { JSON_TYPES, messagesFor, receivedType, type JsonType } from './received-type.ts';
 
@@ -38,6 +39,8 @@ export interface IdentifyInput {
   timestamp: string | null; // as sent
   timestampMs: number | null;
   consent: ConsentDecisionInput[]; // defaults applied: purpose marketing, source api
+  /** userId, timestamp and traits as a reused messageId's call is compared with (call-digest.ts). */
+  callDigest: string;
 }
 
 export interface AddressTraits {
@@ -440,14 +443,16 @@ function toInput(body: Record<string, unknown>): IdentifyInput {
     for (const d of body.consent as Record<string, unknown>[]) consent.push(toDecision(d));
   }
   const traits = body.traits === undefined ? {} : (body.traits as Record<string, unknown>);
+  const userId = (body.userId as string).trim();
   return {
-    userId: (body.userId as string).trim(),
+    userId,
     traitsText: stringifyJson(traits),
     addressTraits: addressTraitsOf(traits),
     messageId: body.messageId === undefined ? null : (body.messageId as string).trim(),
     timestamp,
     timestampMs,
     consent,
+    callDigest: callDigest(userId, timestampMs, traits),
   };
 }
 

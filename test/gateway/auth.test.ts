@@ -13,6 +13,7 @@ import { journeyCreate, journeyList, journeyPublish } from '../../cli/commands/j
 import { generateApiKey } from '../../common/domain/api-key.ts';
 import { applyIdentify } from '../../common/store/profiles.ts';
 import { MESSAGES } from '../../gateway/errors.ts';
+import { identifyInput } from '../helpers/identify-input.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { harnessWithGateway, type InProcessGateway, spawnIntake } from '../helpers/processes.ts';
 import { newEnvironment, newTenant, type Harness } from '../helpers/services.ts';
@@ -381,8 +382,7 @@ function seedProfile(pathValue: string): Promise<void> {
     done = (async () => {
       const env = await h.db.environment.findUnique({ where: { pathValue } });
       if (!env) return;
-      const input = { userId: 'user-1', traitsText: '{"plan":"pro"}', addressTraits: {}, messageId: null, timestamp: null, timestampMs: null, consent: [] };
-      await applyIdentify(h.db, { id: env.id, features: [] }, input, Date.now());
+      await applyIdentify(h.db, { id: env.id, features: [] }, identifyInput('user-1', { plan: 'pro' }), Date.now());
     })();
     seeded.set(pathValue, done);
   }

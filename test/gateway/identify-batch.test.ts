@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { createDb, poolOf } from '../../common/db.ts';
 import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
+import { messageKeyOf } from '../../common/store/identify-rows.ts';
 import { toIdentifyCall, type IdentifyCall } from '../../common/store/identify-plan.ts';
 import { ProfileCache } from '../../common/store/profile-cache.ts';
 import type { ConsentDecisionInput, IdentifyInput } from '../../common/validation/identify.ts';
@@ -199,10 +200,10 @@ test('a write PostgreSQL refuses rolls back the COMMIT sent behind it: nothing o
   t.is(outcomes[0], 'applied');
   t.true(outcomes[1] instanceof Error);
   t.is(await profileOf(tenant, 'rb-poison'), undefined);
-  const claims = await poolOf(h.db).query('SELECT message_id FROM identify_messages WHERE environment_id = $1', [tenant.environmentId]);
+  const claims = await poolOf(h.db).query('SELECT message_key FROM identify_messages WHERE environment_id = $1', [tenant.environmentId]);
   t.deepEqual(
-    claims.rows.map((r) => r.message_id),
-    [calls[0].messageKey],
+    claims.rows.map((r) => r.message_key),
+    [messageKeyOf(calls[0].messageKey)],
     "the refused call's claim was rolled back with its write",
   );
 });

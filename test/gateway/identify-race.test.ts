@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { consentGet } from '../../cli/commands/consent.ts';
 import { SERVICE_EVENTS } from '../../common/store/outbox.ts';
+import { messageKeyOf } from '../../common/store/identify-rows.ts';
 import { request, type Reply } from '../helpers/http.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
 import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
@@ -181,7 +182,7 @@ test('the same messageId raced on both gateways is applied once: one duplicate f
     }
     t.is(replies.filter((r) => r.json.duplicate === false).length, 1, `round ${round}: applied exactly once`);
     t.is(replies.filter((r) => r.json.duplicate === true).length, 5);
-    t.is(await h.db.identifyMessage.count({ where: { environmentId: tenant.environmentId, messageId } }), 1);
+    t.is(await h.db.identifyMessage.count({ where: { environmentId: tenant.environmentId, messageKey: messageKeyOf(messageId) } }), 1);
     t.is((await fieldChanges(tenant, userId)).filter((c) => c.messageId === messageId).length, 1, 'one service event');
   }
   const got = await readProfile(tenant, userId);

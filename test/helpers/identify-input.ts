@@ -1,9 +1,10 @@
+import { callDigest } from '../../common/domain/call-digest.ts';
 import { stringifyJson } from '../../common/domain/json-text.ts';
 import { addressTraitsOf, type IdentifyInput } from '../../common/validation/identify.ts';
 
 /** A validated Identify call's input: `traits` as a valid call carries them, nothing else set unless `extra` says. */
-export function identifyInput(userId: string, traits: Record<string, unknown>, extra: Partial<IdentifyInput> = {}): IdentifyInput {
-  return {
+export function identifyInput(userId: string, traits: Record<string, unknown>, extra: Partial<Omit<IdentifyInput, 'callDigest'>> = {}): IdentifyInput {
+  const input = {
     userId,
     traitsText: stringifyJson(traits),
     addressTraits: addressTraitsOf(traits),
@@ -13,4 +14,5 @@ export function identifyInput(userId: string, traits: Record<string, unknown>, e
     consent: [],
     ...extra,
   };
+  return { ...input, callDigest: callDigest(input.userId, input.timestampMs, JSON.parse(input.traitsText)) };
 }

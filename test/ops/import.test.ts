@@ -11,6 +11,7 @@ import { isDeepStrictEqual, promisify } from 'node:util';
 import test from 'ava';
 import { createClient } from '../../clients/typescript/src/index.ts';
 import { lineMessageId } from '../../cli/import/lines.ts';
+import { messageKeyOf } from '../../common/store/identify-rows.ts';
 import { importCommand, TRACK_REPLAY_WARNING } from '../../cli/commands/import.ts';
 import { UsageError } from '../../cli/args.ts';
 import { ImportStopped, runImport } from '../../cli/import/run.ts';
@@ -118,9 +119,9 @@ test('10,000 lines, killed half-way and restarted: resumes, counts add up, each 
   // Every valid line was sent with the one messageId derived from the file, line and text:
   // the service remembers exactly those, so no line was applied under two messageIds.
   const hash = createHash('sha256').update(readFileSync(file)).digest('hex');
-  const remembered = await h.db.identifyMessage.findMany({ where: { environmentId: tenant.environmentId }, select: { messageId: true } });
+  const remembered = await h.db.identifyMessage.findMany({ where: { environmentId: tenant.environmentId }, select: { messageKey: true } });
   t.is(remembered.length, valid.length);
-  t.deepEqual(remembered.map((r) => r.messageId).sort(), valid.map((v) => lineMessageId(hash, v.line, v.text)).sort());
+  t.deepEqual(remembered.map((r) => r.messageKey).sort(), valid.map((v) => messageKeyOf(lineMessageId(hash, v.line, v.text))).sort());
 
   // Every profile holds the traits of its line (read through the Profiles API).
   const client = createClient({ baseUrl: gateway.url, orgSlug: tenant.slug, apiKey: tenant.key, maxSockets: 50 });

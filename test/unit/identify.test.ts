@@ -10,6 +10,7 @@ import {
 } from '../../common/validation/identify.ts';
 import { identifyLike } from '../fuzz/arbitraries.ts';
 import type { IdentifyCheck, IdentifyInput } from '../../common/validation/identify.ts';
+import { callDigest } from '../../common/domain/call-digest.ts';
 import { isWithin, parsePath } from '../../common/validation/issues.ts';
 import type { Issue } from '../../common/validation/issues.ts';
 
@@ -625,6 +626,7 @@ test('accepted input: trimmed IDs, defaults, unknown fields dropped', (t) => {
           expiresAt: 9,
         },
       ],
+      callDigest: callDigest('user-1', null, { email: 'a@example.com', nested: { a: [1] }, gone: null }),
     },
   });
 });

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { decodeIdentify, decodeTrack } from '../../common/json-tasks.ts';
 import { toIdentifyCall } from '../../common/store/identify-plan.ts';
+import { identifyInput } from '../helpers/identify-input.ts';
 import { createJsonPool, inlineJsonWork } from '../../common/json-pool.ts';
 import { TRACK_MESSAGES } from '../../common/validation/track.ts';
 
@@ -81,11 +82,7 @@ test('work inside an Identify transaction goes before bodies waiting to be decod
   const finished: string[] = [];
   const decodes = [1, 2, 3].map((i) => pool.run('decodeIdentify', body, 0).then(() => finished.push(`decode ${i}`)));
   const traitsText = `{"a":"${'x'.repeat(2000)}"}`;
-  const call = toIdentifyCall(
-    { id: 'env', features: [] },
-    { userId: 'u', traitsText, addressTraits: {}, messageId: 'm', timestamp: null, timestampMs: 1, consent: [] },
-    1,
-  );
+  const call = toIdentifyCall({ id: 'env', features: [] }, identifyInput('u', { a: 'x'.repeat(2000) }, { messageId: 'm', timestampMs: 1 }), 1);
   const snapshot = { users: new Map(), profiles: new Map(), priors: new Map(), decisions: new Map() };
   const merge = pool.runFor([traitsText], 'planIdentifyBatch', [call], snapshot, 1).then(() => finished.push('merge'));
   await Promise.all([...decodes, merge]);
