@@ -3,42 +3,20 @@
 // reordered values, is migrated, then each old messageId is used again through the store. The
 // same call (traits in another key order included) answers duplicate, a changed userId,
 // timestamp or traits a conflict, as before the upgrade.
-import { readFile, readdir } from 'node:fs/promises';
-import path from 'node:path';
 import test from 'ava';
-import pg from 'pg';
-import { migrationsDir } from '../../common/migrate.ts';
 import { hashStored } from '../../common/domain/identity-hash.ts';
 import { stringifyJson } from '../../common/domain/json-text.ts';
 import { toPgText } from '../../common/domain/pg-text.ts';
 import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
 import { toIdentifyCall } from '../../common/store/identify-plan.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
-import { TEST_DATABASE_URL } from '../helpers/services.ts';
+import { databaseBefore } from '../helpers/migration-db.ts';
 
 const MIGRATION = '20261124170000_identify_call_digests';
 const ENV = '00000000-0000-0000-0000-000000000001';
 
 test('claims recorded before call digests answer duplicate and conflict as before', async (t) => {
-  const url = new URL(TEST_DATABASE_URL);
-  const name = `${url.pathname.slice(1)}_digestmig_${process.pid}`;
-  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
-  await admin.query(`CREATE DATABASE "${name}"`);
-  const pool = new pg.Pool({ connectionString: Object.assign(new URL(url), { pathname: `/${name}` }).toString(), max: 2 });
-  t.teardown(async () => {
-    await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
-    await admin.end();
-  });
-
-  const dirs = (await readdir(migrationsDir, { withFileTypes: true }))
-    .filter((e) => e.isDirectory())
-    .map((e) => e.name)
-    .sort();
-  const sql = (dir: string) => readFile(path.join(migrationsDir, dir, 'migration.sql'), 'utf8');
-  for (const dir of dirs.filter((d) => d < MIGRATION)) await pool.query(await sql(dir));
+  const { pool, applyRest } = await databaseBefore(t, MIGRATION, 'digestmig');
 
   await pool.query(`INSERT INTO organizations (id, slug) VALUES ($1, 'org')`, [ENV]);
   await pool.query(`INSERT INTO environments (id, organization_id, path_value, environment_key, is_production) VALUES ($1, $1, 'org', 'prod', true)`, [ENV]);
@@ -56,7 +34,7 @@ test('claims recorded before call digests answer duplicate and conflict as befor
     );
   }
 
-  for (const dir of dirs.filter((d) => d >= MIGRATION)) await pool.query(await sql(dir));
+  await applyRest();
 
   const reversed = (traits: Record<string, unknown>) => Object.fromEntries(Object.entries(traits).reverse());
   const call = (m: Call, change: Partial<Call> = {}) => {

@@ -2,38 +2,15 @@
 // 20261123100000_identity_hashes, with rows holding escaped, multi-byte and long values, gets
 // keys equal to what common/domain/identity-hash.ts computes for new rows, so lookups, dedup and
 // consent find the old rows after the upgrade.
-import { readFile, readdir } from 'node:fs/promises';
-import path from 'node:path';
 import test from 'ava';
-import pg from 'pg';
-import { migrationsDir } from '../../common/migrate.ts';
 import { hashStored } from '../../common/domain/identity-hash.ts';
 import { toPgText } from '../../common/domain/pg-text.ts';
-import { TEST_DATABASE_URL } from '../helpers/services.ts';
+import { databaseBefore } from '../helpers/migration-db.ts';
 
 const MIGRATION = '20261123100000_identity_hashes';
 
 test('the identity-hash migration keys existing rows as new rows are keyed', async (t) => {
-  const url = new URL(TEST_DATABASE_URL);
-  const name = `${url.pathname.slice(1)}_idmig_${process.pid}`;
-  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
-  await admin.query(`CREATE DATABASE "${name}"`);
-  const db = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: `/${name}` }).toString() });
-  await db.connect();
-  t.teardown(async () => {
-    await db.end();
-    await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
-    await admin.end();
-  });
-
-  const dirs = (await readdir(migrationsDir, { withFileTypes: true }))
-    .filter((e) => e.isDirectory())
-    .map((e) => e.name)
-    .sort();
-  const sql = (dir: string) => readFile(path.join(migrationsDir, dir, 'migration.sql'), 'utf8');
-  for (const dir of dirs.filter((d) => d < MIGRATION)) await db.query(await sql(dir));
+  const { pool: db, applyMigration } = await databaseBefore(t, MIGRATION, 'idmig');
 
   const values = ['plain', 'x\0y', 'a\ud800b', '😀 漢字 ü', 'back\\slash', 'é'.repeat(1000)].map(toPgText);
   const env = '00000000-0000-0000-0000-000000000001';
@@ -55,7 +32,7 @@ test('the identity-hash migration keys existing rows as new rows are keyed', asy
     );
   }
 
-  await db.query(await sql(MIGRATION));
+  await applyMigration();
 
   for (const [table, column, key] of [
     ['events', 'message_id', 'message_hash'],
