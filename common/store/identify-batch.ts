@@ -196,7 +196,7 @@ function joinEmailOf(c: IdentifyCall): string | null {
 interface ClaimRow {
   kind: 'prior' | 'unclaimed' | 'user' | 'profile';
   env: string;
-  /** The key's digest (hex), or the profile's id. */
+  /** The key: a messageId's (a uuid), a userId's digest (hex); or the profile's id. */
   hash: string;
   /** prior: call digest (a legacy claim: none, and userId, timestamp, traits); user: userId, profile id; profile: fields, times, updated_at, email. */
   a: string | null;
@@ -223,7 +223,7 @@ interface StoredClaimRow {
 // committed before the statement began are the priors; of the claims, only those it did not
 // insert come back (usually none). A claim that waited for another
 // transaction's insert is read again below.
-// A claim recorded before call digests (the 20261125000000 migration) has none: its call's
+// A claim recorded before call digests (migration 20261124170000_identify_call_digests) has none: its call's
 // parts come from identify_messages_legacy, and its digest is computed here.
 const PRIOR_COLUMNS = `'prior' AS kind, i.environment_id AS env, i.message_key::text AS hash, i.call_digest::text AS a, l.user_id AS b,
   l.timestamp_ms AS ts, l.traits AS c, NULL::int8 AS e, NULL::json AS f, NULL::json AS g`;
