@@ -6,13 +6,9 @@
 # bin/ and prisma/ (the migrations `intake migrate` applies). test/ops/dockerfile.test.ts
 # checks this file (there is no Docker engine where the tests run).
 
-# The lock file is written by npm 11; the npm 10 of node:20 images refuses it (`npm ci`:
-# "Missing: @types/koa@2.15.2 from lock file"). Only the install stages upgrade npm; the image
-# keeps the base's npm untouched.
-FROM node:20-bookworm-slim AS npm11
-RUN npm install -g npm@11.19.1 --no-audit --no-fund && npm cache clean --force
-
-FROM npm11 AS build
+# Node.js 24, the maintained LTS line the CI runs beside this machine's (package.json engines).
+# Its npm 11 reads the lock file npm 11 writes; the image keeps the base's npm untouched.
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json prisma.config.ts tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
@@ -28,7 +24,7 @@ COPY workers ./workers
 COPY clients/typescript/src ./clients/typescript/src
 RUN npm run build
 
-FROM npm11 AS deps
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Production dependencies only. --legacy-peer-deps leaves out @prisma/client's optional peers
@@ -36,7 +32,7 @@ COPY package.json package-lock.json ./
 # no install script is needed (msgpackr-extract's native build comes prebuilt as a package).
 RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --legacy-peer-deps --ignore-scripts --no-audit --no-fund
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=deps /app/node_modules ./node_modules

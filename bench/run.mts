@@ -1,10 +1,10 @@
 // npm run bench — measures intake on this machine against the local PostgreSQL and Redis.
 // It starts what it measures (gateway, worker, the reference server) as separate processes,
-// drives Track load with wrk (a C load generator: it leaves the cores to the servers; Debian
-// package `wrk`) and Identify/Profiles/memory load with autocannon, and prints one table plus a
-// JSON line per scenario. Every figure that has a yardstick is given as a ratio to it, measured
-// in the same run and in alternating rounds (medians of BENCH_ROUNDS, default 3), so the ratios
-// survive a noisy machine:
+// drives Track, Identify and Profiles load with wrk (a C load generator: it leaves the cores to
+// the servers; Debian package `wrk`) and the memory run's fixed rate with autocannon, and
+// prints one table plus a JSON line per scenario. Every figure that has a yardstick is given as
+// a ratio to it, measured in the same run and in alternating rounds (medians of BENCH_ROUNDS,
+// default 3), so the ratios survive a noisy machine:
 // - Track against the naive "Koa + one queue.add() per request" server (bench/reference-server.ts);
 // - one worker draining a queued backlog against PostgreSQL's own 500-row
 //   `INSERT … ON CONFLICT DO NOTHING` into a copy of the events table (same indexes), one connection.
@@ -14,7 +14,9 @@
 // BENCH_DURATION (seconds per load round, default 10), BENCH_CONNECTIONS (default 50),
 // BENCH_PROFILE=1 (CPU profiles of the gateway and the drain's worker, summarized at the end),
 // BENCH_DRAIN_EVENTS (default 100000), BENCH_ONLY (comma list of scenario names: reference,
-// track, identify, profiles, drain, e2e, memory), BENCH_MEMORY_SECONDS (default 300).
+// track, identify, profiles, drain, drain-gateway, drop, e2e, cluster, memory), BENCH_MEMORY_SECONDS (default 300),
+// BENCH_FILL_SECONDS (20: drain-gateway's queue fill), BENCH_DROP_EVENTS (2000000), BENCH_DROP_SECONDS (30)
+// and BENCH_CLUSTER_SECONDS (20).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +31,8 @@ import { loadConfig } from '../common/config.ts';
 import { createDb } from '../common/db.ts';
 import { identityHash } from '../common/domain/identity-hash.ts';
 import { migrate } from '../common/migrate.ts';
+import { createPartitionsFor, dropEventPartition, eventPartitions, STORAGE_MAINTENANCE_LOCK } from '../common/store/storage.ts';
+import { partitionName } from '../common/domain/partition-plan.ts';
 import { createEventsQueue, createServiceEventsQueue, eventBatchName, type QueuedEvent } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
 import { runScript, startProcess, stopProcess } from './processes.mts';
@@ -142,6 +146,7 @@ function wrkLoad(url: string, script: string, env: Record<string, string>, opts:
         reqPerSec: Math.round(ok / seconds),
         p50: Math.round(r.p50_us / 100) / 10,
         p99: Math.round(r.p99_us / 100) / 10,
+        max: Math.round(r.max_us / 100) / 10,
         errors: r.non2xx + r.connect + r.read + r.write + r.timeout,
         ok,
         duration: seconds,
@@ -159,6 +164,8 @@ interface Load {
   reqPerSec: number;
   p50: number;
   p99: number;
+  /** The slowest request, ms (wrk only). */
+  max?: number;
   errors: number;
   ok: number;
   duration: number;
@@ -281,14 +288,13 @@ async function main() {
   // Identify's calls leave outbox rows (profile_fields_changed) that a worker relays as service events.
   // Relayed and stored here, before the worker scenarios, so that they measure Track's events
   // alone rather than a worker also working off this backlog.
-  if ((want('drain') || want('e2e')) && (want('identify') || want('profiles'))) await relayOutboxBacklog();
+  if ((want('drain') || want('drain-gateway') || want('e2e')) && (want('identify') || want('profiles'))) await relayOutboxBacklog();
 
   if (want('drain')) {
     // One worker process emptying a queued backlog (batch jobs as the gateway writes them),
     // alternated with PostgreSQL's own 500-row INSERT of the same rows into a copy of the events
     // table (same indexes, one connection): the yardstick for what one worker could reach.
-    await db.$executeRawUnsafe('DROP TABLE IF EXISTS bench_events_copy');
-    await db.$executeRawUnsafe('CREATE TABLE bench_events_copy (LIKE events INCLUDING ALL)');
+    await createUnpartitionedCopy();
     const drains: { rate: number }[] = [];
     const inserts: { rate: number }[] = [];
     const workerProfileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'intake-profile-worker-')) : null;
@@ -301,7 +307,7 @@ async function main() {
     if (workerProfileDir) printProfile(workerProfileDir, 'worker (drain, first round)');
     const pgRate = medianOf(inserts.map((r) => r.rate));
     report({
-      scenario: "PostgreSQL's own 500-row INSERT … ON CONFLICT DO NOTHING, copy of events, 1 connection",
+      scenario: "PostgreSQL's own 500-row INSERT … ON CONFLICT DO NOTHING, unpartitioned copy of events, 1 connection",
       'events/s': pgRate,
       runs: inserts.map((r) => r.rate).join(' / '),
     });
@@ -312,6 +318,102 @@ async function main() {
       'x PG insert': Math.round((drainRate / pgRate) * 100) / 100,
       runs: drains.map((r) => r.rate).join(' / '),
     });
+  }
+
+  if (want('drain-gateway')) {
+    // The drain with the gateway's own batch sizes: the gateway alone queues what 50 wrk
+    // connections send for BENCH_FILL_SECONDS (jobs of one event-loop turn each), then one worker
+    // empties the queue; alternated with the 500-row INSERT into the unpartitioned copy.
+    const fillSeconds = Number(process.env.BENCH_FILL_SECONDS ?? 20);
+    await createUnpartitionedCopy();
+    const drains: { rate: number; events: number; jobs: number }[] = [];
+    const inserts: { rate: number }[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      await queue.obliterate({ force: true });
+      const fill = await wrkTrack(`${base}/api/track/${slug}`, { runId: `${prefix}-g${round}`, apiKey: key, duration: fillSeconds });
+      const jobs = (await queue.getJobCounts('waiting')).waiting;
+      const worker = await start(['bin/intake.js', 'worker'], serviceEnv(), /worker started/);
+      const started = performance.now();
+      // Done when the queue is empty: polling Redis costs the drain nothing, a count(*) would.
+      while (performance.now() - started < 600_000) {
+        const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+        if (Object.values(c).every((n) => n === 0)) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const seconds = (performance.now() - started) / 1000;
+      await stop(worker.child);
+      drains.push({ rate: Math.round(fill.ok / seconds), events: fill.ok, jobs });
+      inserts.push(await pgInsertRound(drainEvents(env.id, `${prefix}-gi${round}`, DRAIN_EVENTS)));
+    }
+    await db.$executeRawUnsafe('DROP TABLE IF EXISTS bench_events_copy');
+    const pgRate = medianOf(inserts.map((r) => r.rate));
+    const drainRate = medianOf(drains.map((r) => r.rate));
+    report({
+      scenario: `worker drain of the gateway's own jobs (${CONNECTIONS} connections for ${fillSeconds} s, 1 worker process)`,
+      'events/s': drainRate,
+      'x PG insert': Math.round((drainRate / pgRate) * 100) / 100,
+      'PG insert rows/s': pgRate,
+      'events/job': Math.round(medianOf(drains.map((r) => r.events / Math.max(1, r.jobs)))),
+      runs: drains.map((r) => `${r.rate} (${r.events} events)`).join(' / '),
+      'PG runs': inserts.map((r) => r.rate).join(' / '),
+    });
+  }
+
+  if (want('drop')) {
+    // Retention dropping a day's partition of BENCH_DROP_EVENTS (2 M) events while Track runs at
+    // the gateway's full rate with a worker storing it: the slowest Track request, errors, and
+    // how long the drop held each lock.
+    const dropEvents = Number(process.env.BENCH_DROP_EVENTS ?? 2_000_000);
+    const day = Date.UTC(2001, 0, 1);
+    const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 2 });
+    await createPartitionsFor(pool, day, day);
+    const filled = performance.now();
+    await pool.query(
+      `WITH rows AS (
+         SELECT $1::uuid AS e, $2 || g AS m, sha256(convert_to($2 || g, 'UTF8')) AS h, to_timestamp($3::float8 / 1000 + g * 0.04) AS r, g
+         FROM generate_series(1, $4::int) g),
+       ids AS (INSERT INTO event_ids (environment_id, message_hash, received_at) SELECT e, h, r FROM rows)
+       INSERT INTO events (environment_id, message_id, message_hash, event, user_id, "timestamp", received_at, payload, status, within_limits, drives_journeys)
+       SELECT e, m, h, 'Order Completed', 'user-' || (g % 10000), r, r, $5, 'processed', true, true FROM rows`,
+      [env.id, `${prefix}-old-`, day, dropEvents, drainEvents(env.id, 'x', 1)[0].payload],
+    );
+    console.error(`drop: ${dropEvents} events in ${partitionName(day)} in ${((performance.now() - filled) / 1000).toFixed(0)} s`);
+    await queue.obliterate({ force: true });
+    const worker = await start(['bin/intake.js', 'worker'], serviceEnv(), /worker started/);
+    const seconds = Number(process.env.BENCH_DROP_SECONDS ?? 30);
+    // The same load without a drop first: the yardstick of what this machine does meanwhile.
+    const baseline = await wrkTrack(`${base}/api/track/${slug}`, { runId: `${prefix}-nodrop`, apiKey: key, duration: seconds });
+    const track = wrkTrack(`${base}/api/track/${slug}`, { runId: `${prefix}-drop`, apiKey: key, duration: seconds });
+    await new Promise((r) => setTimeout(r, 5000));
+    const client = await pool.connect();
+    // As the storage maintenance drops it: holding its lock, so the worker's own round keeps off.
+    await client.query('SELECT pg_advisory_lock($1)', [STORAGE_MAINTENANCE_LOCK]);
+    const [partition] = (await eventPartitions(client)).filter((p) => p.day === day);
+    const timing = await dropEventPartition(client, partition);
+    await client.query('SELECT pg_advisory_unlock($1)', [STORAGE_MAINTENANCE_LOCK]);
+    client.release();
+    const r = await track;
+    await stop(worker.child);
+    await pool.end();
+    report({
+      scenario: `retention drops a day's partition of ${dropEvents} events during ${seconds} s of Track at full rate (1 gateway + 1 worker)`,
+      'req/s': r.reqPerSec,
+      'p99 ms': r.p99,
+      'max ms': r.max ?? '-',
+      errors: r.errors,
+      'without the drop: req/s, p99, max ms': `${baseline.reqPerSec}, ${baseline.p99}, ${baseline.max ?? '-'}`,
+      'DETACH CONCURRENTLY ms': Math.round(timing.detachMs),
+      'DROP TABLE ms (exclusive on the detached table)': Math.round(timing.dropMs),
+      'identities removed': timing.identitiesRemoved,
+    });
+  }
+
+  /** The events table as it was before partitioning (one table, the unique key on it): the yardstick of the drains. */
+  async function createUnpartitionedCopy() {
+    await db.$executeRawUnsafe('DROP TABLE IF EXISTS bench_events_copy');
+    await db.$executeRawUnsafe('CREATE TABLE bench_events_copy (LIKE events INCLUDING DEFAULTS, PRIMARY KEY (id))');
+    await db.$executeRawUnsafe('CREATE UNIQUE INDEX ON bench_events_copy (environment_id, message_hash)');
+    await db.$executeRawUnsafe('CREATE INDEX ON bench_events_copy (environment_id, received_at)');
   }
 
   async function relayOutboxBacklog() {
@@ -451,6 +553,76 @@ async function main() {
       'RSS spread %': Math.round(((hi - lo) / lo) * 1000) / 10,
       'RSS drift first→last %': Math.round((((judged.at(-1) ?? 0) - judged[0]) / judged[0]) * 1000) / 10,
     });
+  }
+
+  if (want('cluster')) {
+    // Two gateways and two workers (processes) at their maximum Track rate for
+    // BENCH_CLUSTER_SECONDS, on a Redis of their own, then on a three-master Redis Cluster with a
+    // replica each (QUEUE_PARTITIONS=3), then the same with REDIS_MIN_REPLICA_ACKS=1, all started
+    // here from this machine's redis-server. Beside accepted/s and stored/s: the CPU every Redis
+    // server (replicas too) spent per accepted event (INFO cpu), from which events/s per Redis
+    // core follows. On one machine the cluster cannot be faster: the figures are its cost.
+    const seconds = Number(process.env.BENCH_CLUSTER_SECONDS ?? 20);
+    const { startOwnRedis } = await import('../test/helpers/redis-server.ts');
+    const { startRedisCluster } = await import('../test/helpers/redis-cluster.ts');
+    const own = await startOwnRedis();
+    const cluster = await startRedisCluster(3);
+    const redisCpu = async (admins: { info(section: string): Promise<string> }[]) => {
+      let total = 0;
+      for (const admin of admins) {
+        const text = await admin.info('cpu');
+        for (const field of ['used_cpu_sys', 'used_cpu_user']) total += Number(new RegExp(`^${field}:([\\d.]+)`, 'm').exec(text)?.[1] ?? 0);
+      }
+      return total;
+    };
+    const setups: { name: string; env: Record<string, string>; admins: { info(section: string): Promise<string> }[] }[] = [
+      { name: 'one Redis', env: { REDIS_URL: own.url }, admins: [own.admin] },
+      {
+        name: 'Redis Cluster (3 masters + 3 replicas), 3 partitions',
+        env: { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PARTITIONS: '3' },
+        admins: cluster.all.map((n) => n.admin),
+      },
+      {
+        name: 'Redis Cluster, 3 partitions, REDIS_MIN_REPLICA_ACKS=1',
+        env: { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PARTITIONS: '3', REDIS_MIN_REPLICA_ACKS: '1' },
+        admins: cluster.all.map((n) => n.admin),
+      },
+    ];
+    try {
+      for (const [i, setup] of setups.entries()) {
+        const env = serviceEnv({ ...setup.env, QUEUE_PREFIX: `${prefix}-cluster${i}` });
+        const gateways = await Promise.all([0, 1].map(() => start(['bin/intake.js', 'gateway'], env, /gateway listening/)));
+        const workers = await Promise.all([0, 1].map(() => start(['bin/intake.js', 'worker'], env, /worker started/)));
+        const startRows = await countRows();
+        const cpuBefore = await redisCpu(setup.admins);
+        const runs = await Promise.all(
+          gateways.map((g, j) =>
+            wrkTrack(`http://127.0.0.1:${g.port}/api/track/${slug}`, {
+              runId: `${prefix}-cluster${i}-${j}`,
+              apiKey: key,
+              duration: seconds,
+              connections: Math.ceil(CONNECTIONS / 2),
+            }),
+          ),
+        );
+        const cpu = (await redisCpu(setup.admins)) - cpuBefore;
+        const stored = (await countRows()) - startRows;
+        const accepted = runs.reduce((n, r) => n + r.ok, 0);
+        const duration = Math.max(...runs.map((r) => r.duration));
+        report({
+          scenario: `Track, 2 gateways + 2 workers, ${setup.name}, ${seconds} s`,
+          'accepted/s': Math.round(accepted / duration),
+          'stored/s': Math.round(stored / duration),
+          'p99 ms': Math.max(...runs.map((r) => r.p99)),
+          'Redis CPU µs/event (all servers)': Math.round((cpu / Math.max(1, accepted)) * 1e7) / 10,
+          errors: runs.reduce((n, r) => n + r.errors, 0),
+        });
+        await Promise.all([...gateways, ...workers].map((p) => stop(p.child)));
+      }
+    } finally {
+      await cluster.close();
+      await own.close();
+    }
   }
 
   await stop(gateway.child);

@@ -3,6 +3,9 @@
 // stored exactly once. Prints an RSS sample line every 10 s, then one JSON summary line; exits
 // non-zero if an accepted event was lost or stored twice, or the queue did not drain.
 //
+// SOAK_SCENARIO=identify-users runs the memory scenario instead (bench/soak-identify-users.mts:
+// over a million new users through Identify, the gateway's RSS against its stated bound).
+//
 // SOAK_SECONDS (default 600), SOAK_RATE (req/s; default half the rate of a 5 s unthrottled
 // probe), SOAK_CONNECTIONS (default 50), SOAK_WORKERS (worker processes, default 1),
 // SOAK_DRAIN_SECONDS (how long to wait for the queue to empty, default 600), SOAK_KEEP=1 keeps
@@ -14,11 +17,12 @@ import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
-import { openOperator } from '../cli/operator.ts';
+import { loadQueueModules, openOperator } from '../cli/operator.ts';
 import { loadConfig } from '../common/config.ts';
 import { createDb } from '../common/db.ts';
 import { migrate } from '../common/migrate.ts';
 import { runScript, startProcess, stopProcess } from './processes.mts';
+import { soakIdentifyUsers } from './soak-identify-users.mts';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const GIVEN_RATE = process.env.SOAK_RATE ? Number(process.env.SOAK_RATE) : undefined;
@@ -33,8 +37,8 @@ const prefix = `soak-${randomBytes(4).toString('hex')}`;
 
 const children: ChildProcess[] = [];
 
-const start = (args: string[], ready: RegExp) =>
-  startProcess(args, { DATABASE_URL, REDIS_URL, QUEUE_PREFIX: prefix, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }, ready, children);
+const start = (args: string[], ready: RegExp, env: Record<string, string> = {}) =>
+  startProcess(args, { DATABASE_URL, REDIS_URL, QUEUE_PREFIX: prefix, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, ready, children);
 const stop = stopProcess;
 
 const rssMb = (pid: number | undefined) => {
@@ -82,10 +86,13 @@ function trackLoad(url: string, key: string, run: string, opts: { seconds: numbe
 }
 
 async function main() {
+  if (process.env.SOAK_SCENARIO === 'identify-users') {
+    return soakIdentifyUsers({ prefix, redisUrl: REDIS_URL, keep: KEEP, children, start: (args, env, ready) => start(args, ready, env) });
+  }
   await migrate(DATABASE_URL);
   const config = loadConfig({ ...process.env, DATABASE_URL, REDIS_URL, QUEUE_PREFIX: prefix });
   const db = createDb(config);
-  const operator = openOperator(config, db);
+  const operator = openOperator(config, db, await loadQueueModules());
   const slug = `soak-${randomBytes(3).toString('hex')}`;
   await orgCreate(operator, [slug]);
   const { key } = await keyCreate(operator, [slug]);

@@ -81,6 +81,11 @@ export function readArgs(argv: string[], command: CommandName): Args {
     const option = flag.startsWith('--') && Object.hasOwn(options, name) ? options[name] : undefined;
     if (!option) throw fail(Object.keys(options).length ? `unknown option ${flag}` : `unknown option ${flag}: ${command} takes none`);
     if (Object.hasOwn(values, name)) throw fail(`--${name} given twice`);
+    if (option.flag) {
+      if (inline !== undefined) throw fail(`--${name} takes no value`);
+      values[name] = 'true';
+      continue;
+    }
     let value = inline;
     // The next argument is the value even when it starts with one dash (`--days -1` is a bad
     // number, not a missing one); one starting with two dashes is the next option.

@@ -5,11 +5,13 @@
 import cluster from 'node:cluster';
 import { setFlagsFromString } from 'node:v8';
 import { ConfigError, loadConfig, type Config } from '../common/config.ts';
+import { EnvFileError, loadEnvFile } from '../common/env-file.ts';
 import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
 import { stringifyJson } from '../common/domain/json-text.ts';
 import { readArgs, route, UsageError } from './args.ts';
-import { OperatorError, loadQueueModules, openOperator, type OperatorDeps } from './operator.ts';
+import { settingHint } from './setting-errors.ts';
+import { OperatorError, STREAMED, loadQueueModules, openOperator, type OperatorDeps } from './operator.ts';
 import { spec, type CommandName, type OperatorName, type ProcessName } from './usage.ts';
 
 type Operator = (deps: OperatorDeps, argv: string[]) => Promise<unknown>;
@@ -26,6 +28,7 @@ const env = () => import('./commands/env.ts');
 const key = () => import('./commands/key.ts');
 const events = () => import('./commands/events.ts');
 const journey = () => import('./commands/journey.ts');
+const users = () => import('./commands/users.ts');
 
 const operators: Record<OperatorName, LazyOperator> = {
   'org create': lazy(org, 'orgCreate'),
@@ -45,6 +48,13 @@ const operators: Record<OperatorName, LazyOperator> = {
   'journey stats': lazy(journey, 'journeyStatsCommand'),
   'journey runs': lazy(journey, 'journeyRuns'),
   'consent get': lazy(() => import('./commands/consent.ts'), 'consentGet'),
+  storage: lazy(() => import('./commands/storage.ts'), 'storageCommand'),
+  'users forget': lazy(users, 'usersForget'),
+  'users suppress': lazy(users, 'usersSuppress'),
+  'users unsuppress': lazy(users, 'usersUnsuppress'),
+  'users suppressed': lazy(users, 'usersSuppressed'),
+  'users audit': lazy(users, 'usersAudit'),
+  'users export': lazy(users, 'usersExport'),
 };
 // The commands that read the queues: they load BullMQ (the rest never do).
 const QUEUE_COMMANDS = new Set(['events get', 'events activity', 'events retry']);
@@ -54,6 +64,12 @@ async function main(argv: string[]): Promise<number> {
   const routed = route(argv);
   if ('help' in routed) return printUsage(routed.help, routed.exit);
   const { command } = routed;
+  // This checkout's .env, under what the environment sets: every command and process of it reads the same settings.
+  fromFile.push(...loadEnvFile().names);
+  if (command === 'config') {
+    const out = (await import('./commands/config.ts')).configCommand(loadConfig(), routed.argv);
+    return 'text' in out ? printText(out.text) : printJson(out.json);
+  }
   // A caller of the public API (the gateway's URL and a key), not an operator of the database.
   if (command === 'import') return printJson(await (await import('./commands/import.ts')).importCommand(loadConfig(), routed.argv));
   if (isProcess(command)) {
@@ -148,7 +164,7 @@ async function runGateway(config: Config): Promise<number> {
   const [{ createLogger }, { runGatewayPrimary }] = await Promise.all([import('../common/logger.ts'), import('../gateway/cluster/primary.ts')]);
   const log = createLogger(config.logLevel, 'gateway-primary');
   const code = await runGatewayPrimary(config, log);
-  await new Promise<void>((resolve) => log.flush(() => resolve()));
+  await flushLogs(log);
   return code;
 }
 
@@ -184,8 +200,17 @@ async function runProcess(
   await db.$disconnect();
   clearTimeout(force);
   // Logs are written asynchronously; let the last lines out before process.exit.
-  await new Promise<void>((resolve) => log.flush(() => resolve()));
+  await flushLogs(log);
   return 0;
+}
+
+/**
+ * Every log line written. sonic-boom calls a flush's callback when the write in flight ends,
+ * before the lines buffered meanwhile are written (on the gateway's thread, whose exit does not
+ * write them, "gateway stopped" was lost that way): a second flush writes those.
+ */
+async function flushLogs(log: Logger): Promise<void> {
+  for (let i = 0; i < 2; i++) await new Promise<void>((resolve) => log.flush(() => resolve()));
 }
 
 async function runOperator(config: Config, run: Operator, argv: string[], queues: boolean): Promise<number> {
@@ -196,7 +221,8 @@ async function runOperator(config: Config, run: Operator, argv: string[], queues
   const { createDb } = await import('../common/db.ts');
   const operator = openOperator(config, createDb(config), queues ? await loadQueueModules() : undefined);
   try {
-    return await printJson(await run(operator, argv));
+    const out = await run(operator, argv);
+    return out === STREAMED ? 0 : await printJson(out);
   } finally {
     await operator.close();
   }
@@ -205,10 +231,25 @@ async function runOperator(config: Config, run: Operator, argv: string[], queues
 /** The one JSON document of a command on stdout. */
 async function printJson(value: unknown): Promise<number> {
   // An event's properties may nest deeper than JSON.stringify recurses.
-  const output = stringifyJson(value) + '\n';
+  return printText(stringifyJson(value));
+}
+
+async function printText(text: string): Promise<number> {
   // A pipe takes large output asynchronously: exiting before the write drains would cut it.
-  await new Promise<void>((resolve, reject) => process.stdout.write(output, (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) => process.stdout.write(text + '\n', (err) => (err ? reject(err) : resolve())));
   return 0;
+}
+
+/** The settings read from the env file (an error they cause says so). */
+const fromFile: string[] = [];
+
+/** A setting behind an unexpected error, named (null when none is known or the configuration itself is bad). */
+function hintFor(err: Error): string | null {
+  try {
+    return settingHint(err, loadConfig(), fromFile);
+  } catch {
+    return null;
+  }
 }
 
 /** Errors of the environment a process starts in (a taken port, an unknown host): one line, like a bad setting. */
@@ -218,14 +259,16 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: Error & { code?: string }) => {
     const usage = err instanceof UsageError;
-    const expected = err instanceof OperatorError || usage || err instanceof ConfigError || STARTUP_CODES.has(err.code ?? '');
-    // One line on stderr (product.md). Settings read "A: why; B: why". Of anything else, the
-    // last line of its message: Prisma puts the cause there, after a source excerpt.
-    const line = expected ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ') : `${err.name}: ${lastLine(err.message)}`;
-    const hint = usage ? ` (${err.hint})` : '';
+    const expected = err instanceof OperatorError || usage || err instanceof ConfigError || err instanceof EnvFileError || STARTUP_CODES.has(err.code ?? '');
+    const hint = expected ? null : hintFor(err);
+    // One line on stderr (product.md). Settings read "A: why; B: why". An error a setting
+    // explains names the setting; of anything else, the last line of its message: Prisma puts
+    // the cause there, after a source excerpt.
+    const line = expected ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ') : (hint ?? `${err.name}: ${lastLine(err.message)}`);
+    const usageHint = usage ? ` (${err.hint})` : '';
     // LOG_LEVEL=debug: the stack of the unexpected follows, for a bug report.
     const stack = !expected && /^(debug|trace)$/.test(process.env.LOG_LEVEL ?? '') ? `\n${err.stack}` : '';
-    process.stderr.write(`intake: ${line}${hint}${stack}\n`, () => process.exit(usage ? 2 : 1));
+    process.stderr.write(`intake: ${line}${usageHint}${stack}\n`, () => process.exit(usage ? 2 : 1));
   },
 );
 

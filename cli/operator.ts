@@ -2,22 +2,58 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import type { Db } from '../common/db.ts';
-import { authCacheChannels } from '../common/queue-keys.ts';
+import { authCacheChannels, suppressionChannels } from '../common/queue-keys.ts';
 import type { DeadLetterJob, EventBatchJob } from '../common/queues.ts';
-import type { Redis } from '../common/redis.ts';
+import type { Cluster, Redis } from '../common/redis.ts';
 import { TimeoutError, withTimeout } from '../common/with-timeout.ts';
 
 /** What operator commands work with; built once in cli/intake.ts. */
 export interface OperatorDeps {
   config: Config;
   db: Db;
-  /** Tell every gateway to drop its cached key lookups (revocation, removal). */
-  invalidateAuthCaches(): Promise<void>;
+  /**
+   * Tells every gateway to drop its cached key lookups after `change` (a revocation, a
+   * removal), and waits until each has; throws an OperatorError saying what was done and what
+   * to do when that cannot be confirmed in time.
+   */
+  invalidateAuthCaches(change: CachedChange): Promise<void>;
+  /** The same for the gateways' sets of suppressed user IDs (gateway/suppressions.ts). */
+  invalidateSuppressions(change: CachedChange): Promise<void>;
+  /** Every partition of the events queue (QUEUE_PARTITIONS), in partition order. */
+  eventsQueues(): Queue<EventBatchJob>[];
+  /** The first partition: the whole events queue with QUEUE_PARTITIONS=1. */
   eventsQueue(): Queue<EventBatchJob>;
   deadLetterQueue(): Queue<DeadLetterJob>;
+  /** A Redis connection (opened on first use). */
+  redis(): Promise<Redis>;
+  /** Where a command that streams its document writes it (stdout when absent). */
+  out?: NodeJS.WritableStream;
 }
 
+/** Returned by a command that wrote its document itself (streamed): nothing more to print. */
+export const STREAMED = Symbol('streamed');
+
 export class OperatorError extends Error {}
+
+/** What a command changed in the database, and what a gateway that did not hear of it may still do. */
+export interface CachedChange {
+  /** e.g. `key abcde revoked` */
+  done: string;
+  /** e.g. `accept the key` */
+  stale: string;
+}
+
+/**
+ * The one line for a change made but not confirmed by every gateway. Running the command again
+ * is safe (each of them is idempotent) and notifies them once Redis and the gateways answer.
+ */
+export function notNotified(change: CachedChange, problem: string, config: Pick<Config, 'keyCacheTtlMs'>): string {
+  const ttl = `${Math.ceil(config.keyCacheTtlMs / 1000)} s`;
+  return (
+    `${change.done} in the database, but the gateways were not notified (${problem}): one that cached it may still ${change.stale} ` +
+    `for up to ${ttl} (KEY_CACHE_TTL_MS; while it cannot reach PostgreSQL, up to KEY_CACHE_STALE_MAX_MS); run the command again to notify them`
+  );
+}
 
 /** The environment an operator command acts on: Production unless `--env` names another. */
 export async function findEnvironment(db: Db, orgSlug: string, pathValue: string | undefined) {
@@ -57,25 +93,42 @@ export async function loadQueueModules(): Promise<QueueModules> {
 export function openOperator(config: Config, db: Db, queues?: QueueModules): OperatorDeps & { close(): Promise<void> } {
   let redisModule: RedisModule | undefined = queues;
   let redis: Redis | undefined;
-  let queue: Queue<EventBatchJob> | undefined;
+  let partitions: Queue<EventBatchJob>[] | undefined;
   let deadLetters: Queue<DeadLetterJob> | undefined;
   const withQueues = () => {
     if (!queues) throw new Error('operator opened without its queue modules (openOperator(config, db, await loadQueueModules()))');
     return queues;
   };
+  const eventsQueues = () => (partitions ??= withQueues().createEventsQueues(config, connect()));
   const connect = () => (redis ??= (redisModule ?? withQueues()).createRedis(config, 'worker'));
   return {
     config,
     db,
-    async invalidateAuthCaches() {
+    async invalidateAuthCaches(change) {
       redisModule ??= await import('../common/redis.ts');
       const problem = await invalidateEverywhere(connect(), authCacheChannels(config), ACK_TIMEOUT_MS);
-      if (problem) console.error(`warning: ${problem}; gateways that missed it read keys through to PostgreSQL until they reconnect`);
+      if (problem) throw new OperatorError(notNotified(change, problem, config));
     },
-    eventsQueue: () => (queue ??= withQueues().createEventsQueue(config, connect())),
+    async invalidateSuppressions(change) {
+      redisModule ??= await import('../common/redis.ts');
+      const problem = await invalidateEverywhere(connect(), suppressionChannels(config), ACK_TIMEOUT_MS);
+      if (problem) {
+        const within = `${Math.ceil(config.suppressionRefreshMs / 1000)} s`;
+        throw new OperatorError(
+          `${change.done} in the database, but the gateways were not notified (${problem}): one that has not heard may still ${change.stale} ` +
+            `for up to ${within} (SUPPRESSION_REFRESH_MS); workers and Identify check the database, so nothing received since is stored; run the command again to notify them`,
+        );
+      }
+    },
+    async redis() {
+      redisModule ??= await import('../common/redis.ts');
+      return connect();
+    },
+    eventsQueues,
+    eventsQueue: () => eventsQueues()[0],
     deadLetterQueue: () => (deadLetters ??= withQueues().createDeadLetterQueue(config, connect())),
     async close() {
-      const opened = [queue, deadLetters].filter((q) => q !== undefined) as Queue[];
+      const opened = [...(partitions ?? []), deadLetters].filter((q) => q !== undefined) as Queue[];
       if (opened.length) await withQueues().closeQueues(opened, redis!);
       else redis?.disconnect();
       await db.$disconnect();
@@ -83,35 +136,82 @@ export function openOperator(config: Config, db: Db, queues?: QueueModules): Ope
   };
 }
 
-const ACK_TIMEOUT_MS = 3000;
+/**
+ * How long a command waits for Redis and for every gateway's ack: ioredis reconnects meanwhile,
+ * and a gateway busy starting or under load may take seconds to read the message.
+ */
+const ACK_TIMEOUT_MS = 10_000;
+/** An invalidation not confirmed by all within this is published again (see below). */
+const ROUND_MS = 2000;
+
+/**
+ * Publishes `message` and says how many subscribers it reached. One Redis counts them in its
+ * answer; on a cluster a message reaches every node but each counts only its own clients, so the
+ * count is every node's PUBSUB NUMSUB (a subscriber that came between the two is counted without
+ * having heard it: its round goes unconfirmed and is published again).
+ */
+async function publishCounted(redis: Redis, channel: string, message: string): Promise<number> {
+  const reached = await redis.publish(channel, message);
+  if (!redis.isCluster) return reached;
+  const counts = await Promise.all((redis as Cluster).nodes('all').map((node) => node.pubsub('NUMSUB', channel) as Promise<[string, number]>));
+  return counts.reduce((sum, [, n]) => sum + Number(n), 0);
+}
 
 /**
  * Publishes an invalidation and waits until every gateway that received it has dropped its
  * cache (each acks the nonce). Returns a problem description, or null when all acked.
+ *
+ * Redis counts the subscribers a message reached; a gateway that stops between receiving it
+ * and acking (a restart, a scale-down) would never ack. So a round that is not confirmed within
+ * ROUND_MS is published again with a new nonce: one round that every receiver confirms is
+ * enough (each dropped its cache after the change committed), and a gateway gone is no longer
+ * counted. A gateway that receives but never acks fails every round until `timeoutMs`.
  */
-export async function invalidateEverywhere(redis: Redis, channels: { invalidate: string; ack: string }, timeoutMs: number): Promise<string | null> {
-  const nonce = randomUUID();
+export async function invalidateEverywhere(
+  redis: Redis,
+  channels: { invalidate: string; ack: string },
+  timeoutMs: number,
+  roundMs = ROUND_MS,
+): Promise<string | null> {
   const listener = redis.duplicate();
   listener.on('error', () => {});
-  let acked = 0;
-  let expected = Infinity;
-  let done: () => void = () => {};
-  const allAcked = new Promise<void>((resolve) => (done = resolve));
-  listener.on('message', (_channel: string, message: string) => {
-    if (message === nonce && ++acked >= expected) done();
+  const acks = new Map<string, number>();
+  let heard: () => void = () => {};
+  listener.on('message', (_channel: string, nonce: string) => {
+    acks.set(nonce, (acks.get(nonce) ?? 0) + 1);
+    heard();
   });
-  const publishAndWait = async () => {
+  let last: { expected: number; acked: number } | undefined;
+  let over = false;
+  const round = async (): Promise<boolean> => {
+    const nonce = randomUUID();
+    const expected = await publishCounted(redis, channels.invalidate, nonce);
+    const until = Date.now() + roundMs;
+    while ((acks.get(nonce) ?? 0) < expected && Date.now() < until) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, until - Date.now());
+        heard = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    last = { expected, acked: acks.get(nonce) ?? 0 };
+    return last.acked >= expected;
+  };
+  const confirmed = async () => {
     await listener.subscribe(channels.ack);
-    expected = await redis.publish(channels.invalidate, nonce);
-    if (acked < expected) await allAcked;
+    while (!over && !(await round()));
   };
   try {
-    await withTimeout(publishAndWait(), timeoutMs, 'invalidation not confirmed');
+    await withTimeout(confirmed(), timeoutMs, 'invalidation not confirmed');
     return null;
   } catch (err) {
     if (!(err instanceof TimeoutError)) throw err;
-    return expected === Infinity ? 'Redis unreachable' : `${expected - acked} of ${expected} gateways did not confirm the cache invalidation`;
+    const within = `within ${timeoutMs / 1000} s`;
+    return last ? `${last.expected - last.acked} of ${last.expected} gateways did not confirm ${within}` : `Redis unreachable ${within}`;
   } finally {
+    over = true;
     listener.disconnect();
   }
 }

@@ -13,10 +13,12 @@ export interface OptionSpec {
   whole?: { min: number; max: number; default: number; unit: string };
   /** The only values accepted. */
   choices?: readonly string[];
+  /** Takes no value: present or not. */
+  flag?: boolean;
 }
 
 export interface CommandSpec {
-  section: 'process' | 'operator' | 'client';
+  section: 'process' | 'operator' | 'client' | 'local';
   /** Positional arguments, in order (all required). */
   args: readonly string[];
   options: Readonly<Record<string, OptionSpec>>;
@@ -26,8 +28,15 @@ export interface CommandSpec {
   notes?: readonly string[];
 }
 
+const notifies: readonly string[] = [
+  'Every gateway is told through Redis and confirms; if that cannot be confirmed within 10 s, the change stays made and the command exits 1 saying so: run it again.',
+];
 const env: OptionSpec = { value: '<path-value>', help: 'a non-production environment (Production when omitted)' };
 const none = {} as const;
+const by: OptionSpec = { value: '<name>', help: 'who runs it, for the audit (default: the OS user)' };
+const suppressNotes: readonly string[] = [
+  'Calls of the user ID received from then on are answered as the contract says (200 / 202) and stored nowhere; every gateway is told through Redis and confirms within 10 s, or the command exits 1 saying so (run it again). Workers and Identify check PostgreSQL too, so nothing received after the command is stored even by a gateway that has not heard.',
+];
 
 export const COMMANDS = {
   gateway: {
@@ -47,7 +56,8 @@ export const COMMANDS = {
     section: 'process',
     args: [],
     options: none,
-    summary: 'the queue dashboard (DASHBOARD_PORT; basic auth when DASHBOARD_PASSWORD is set; read-only unless DASHBOARD_READ_ONLY=false)',
+    summary:
+      'the queue dashboard on DASHBOARD_HOST:DASHBOARD_PORT (loopback by default); DASHBOARD_PASSWORD adds basic auth and is needed to show job data, to listen elsewhere and for DASHBOARD_READ_ONLY=false',
   },
   dev: {
     section: 'process',
@@ -68,6 +78,7 @@ export const COMMANDS = {
     args: ['slug'],
     options: { set: { value: '<f1,f2>', required: true, help: 'the features from now on (join-by-email, attribute-trigger); an empty value clears them' } },
     summary: "replace an organization's features; prints the organization",
+    notes: notifies,
   },
   'env create': {
     section: 'operator',
@@ -80,6 +91,7 @@ export const COMMANDS = {
     args: ['org-slug', 'path-value'],
     options: none,
     summary: 'remove an environment: its requests and keys answer 403 from now on; prints {"org","pathValue","removed":true}',
+    notes: notifies,
   },
   'key create': {
     section: 'operator',
@@ -99,6 +111,7 @@ export const COMMANDS = {
     args: ['org-slug', 'suffix'],
     options: { env },
     summary: 'revoke the keys ending in <suffix>: 401 on every gateway from then on; prints {"suffix","status":"revoked"}',
+    notes: notifies,
   },
   'events names': {
     section: 'operator',
@@ -127,7 +140,7 @@ export const COMMANDS = {
   'journey create': {
     section: 'operator',
     args: ['org-slug'],
-    options: { file: { value: '<journey.json>', required: true, help: 'the journey definition (README: Journeys)' }, env },
+    options: { file: { value: '<journey.json>', required: true, help: 'the journey definition (docs/journeys.md)' }, env },
     summary: 'create a journey, unpublished; prints it with its id',
   },
   'journey publish': {
@@ -155,6 +168,66 @@ export const COMMANDS = {
     options: { purpose: { value: 'marketing|tracking', help: 'which consent (default marketing)', choices: ['marketing', 'tracking'] }, env },
     summary: 'the resolved consent decision for an address (with granted: granted and not lapsed), or null',
   },
+  'users forget': {
+    section: 'operator',
+    args: ['org-slug', 'user-id'],
+    options: { env, suppress: { value: '', flag: true, help: 'also drop every later call of this user ID (intake users suppress)' }, by },
+    summary:
+      'erase a person: profile (a joined profile whole, with every user ID that reads it), traits, address claims, events with this userId, journey runs and messages, Identify records, consent decisions of addresses no other profile claimed; prints what was removed, counted per kind',
+    notes: [
+      'Events and Identify calls of the user received before the erasure but not yet stored are dropped when they arrive; calls received after it are new data (unless --suppress).',
+      'The audit (intake users audit) records the hashed user ID, the counts and the operator, never the ID.',
+    ],
+  },
+  'users suppress': {
+    section: 'operator',
+    args: ['org-slug', 'user-id'],
+    options: { env, by },
+    summary: 'drop every later Identify and Track call of a user ID, answering it as usual; prints {"userHash","suppressedAt","changed"}',
+    notes: suppressNotes,
+  },
+  'users unsuppress': {
+    section: 'operator',
+    args: ['org-slug', 'user-id'],
+    options: { env, by },
+    summary: 'store calls of a user ID again (nothing dropped meanwhile comes back); prints {"userHash","changed"}',
+    notes: notifies,
+  },
+  'users suppressed': {
+    section: 'operator',
+    args: ['org-slug'],
+    options: { env },
+    summary: 'the suppressed user IDs, hashed, with the calls dropped since; prints [{"userHash","suppressedAt","dropped":{"identify","track"}}]',
+  },
+  'users audit': {
+    section: 'operator',
+    args: ['org-slug'],
+    options: { env },
+    summary: 'every forget, suppress and unsuppress: prints [{"action","userHash","at","operator","counts"}], no raw user ID',
+  },
+  'users export': {
+    section: 'operator',
+    args: ['org-slug', 'user-id'],
+    options: { env },
+    summary:
+      'everything held about a person as one JSON document, events streamed: {"userId","userHash","userIds","profile","addresses","consent","journeyRuns","events"}',
+    notes: [
+      'The document is written as it is read, from one snapshot of the database: a failure midway (exit 1, one line on stderr) leaves an incomplete document on stdout.',
+    ],
+  },
+
+  storage: {
+    section: 'operator',
+    args: [],
+    options: none,
+    summary:
+      'what is stored, per table: rows, bytes, oldest and newest partition or row, and what retention removes next; prints {"events":{…},"event_ids":{…},"identify_messages":{…},"address_claims":{…},"outbox_events":{…},"consent_decisions":{…}}',
+    notes: [
+      "rows are exact for a table under 64 MB and PostgreSQL's estimate (its last ANALYZE) above, with rowsEstimated: true.",
+      'events: its daily partitions, partitionsAheadDays (made ahead of today), the oldest event, the retention (EVENTS_RETENTION_DAYS) and nextRemoval: the partition it drops next and from when; legacyRows while a pre-partitioning table is being moved over.',
+      'Consent decisions are never removed: they are the proof of consent.',
+    ],
+  },
 
   import: {
     section: 'client',
@@ -168,14 +241,23 @@ export const COMMANDS = {
         help: 'requests at a time (the API contract suggests 10 or fewer)',
         whole: { min: 1, max: 100, default: 10, unit: 'requests' },
       },
-      url: { value: '<gateway-url>', help: 'the gateway (default http://127.0.0.1:3000)' },
+      url: { value: '<gateway-url>', help: 'the gateway (default INTAKE_URL, else http://127.0.0.1:PORT)' },
       key: { value: '<key>', help: 'the API key (default: INTAKE_API_KEY)' },
     },
     summary: 'load customers through the public Identify API; progress on stderr, a JSON summary on stdout',
     notes: [
       'An interrupted import resumes from <file>.checkpoint.json when run again; failed lines go to <file>.failed.ndjson.',
       'Events are never replayed through Track (--track is refused).',
+      'The gateway is INTAKE_URL (default http://127.0.0.1:PORT), the key INTAKE_API_KEY, both also read from .env.',
     ],
+  },
+
+  config: {
+    section: 'local',
+    args: [],
+    options: { get: { value: '<NAME>', help: 'print only this setting, as plain text (for a shell: $(npx intake config --get INTAKE_URL))' } },
+    summary:
+      'the settings this checkout runs with (environment, then .env, then defaults); prints {"NAME":"value"}, secrets masked, and {"INTAKE_URL"} resolved',
   },
 } as const satisfies Record<string, CommandSpec>;
 
@@ -209,10 +291,11 @@ const GROUP_SUMMARIES: Record<string, string> = {
   events: 'received Track events',
   journey: 'journeys',
   consent: 'consent decisions',
+  users: 'privacy operations on one person: erase, suppress, audit, export',
 };
 
 function optionText(name: string, option: OptionSpec): string {
-  return `--${name} ${option.value}`;
+  return option.flag ? `--${name}` : `--${name} ${option.value}`;
 }
 
 /** `intake events names <org-slug> [--env <path-value>] [--days <days>]` */
@@ -279,6 +362,9 @@ export function overview(): string {
     '',
     'client commands (through the public API; a JSON summary on stdout, progress on stderr):',
     ...of('client').map((n) => `  ${synopsis(n).slice('intake '.length)}`),
+    '',
+    'local commands (this checkout only; no service is contacted):',
+    ...of('local').map((n) => `  ${synopsis(n).slice('intake '.length)}`),
     '',
     `intake <command> --help shows its usage and options; intake help <group> lists a group's commands (${GROUPS.join(', ')}).`,
     'Exit status: 0 done, 1 failed (one line on stderr), 2 usage mistake (one line on stderr).',

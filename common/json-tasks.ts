@@ -5,14 +5,11 @@
 // Inputs and results are strings and small flat objects, cheap to copy between threads; a
 // parsed body never leaves the thread that parsed it.
 import { overTrackLimit } from './domain/event-size.ts';
-import { joinableEmail } from './domain/email.ts';
-import { jsonEqual } from './domain/json-equal.ts';
 import { stringifyJson } from './domain/json-text.ts';
 import { storedTrackPayload } from './domain/track-payload.ts';
-import { joinTraits, mergeTraits, type MergeResult, type TraitState } from './domain/trait-merge.ts';
-import { randomUUID } from 'node:crypto';
-import { planBatch, type IdentifyCall, type Plan, type Snapshot } from './store/identify-plan.ts';
+import { planIdentifyBatch } from './store/identify-plan.ts';
 import { checkIdentify, type IdentifyInput } from './validation/identify.ts';
+import type { Issue } from './validation/issues.ts';
 import { checkTrack, type TrackEvent } from './validation/track.ts';
 
 /** A Track event without its caller-shaped objects (those travel inside `storedPayload`). */
@@ -24,8 +21,12 @@ export type TrackDecoded =
   | { kind: 'tooLarge' }
   | { kind: 'invalid'; message: string };
 
-/** `issues` as JSON text: a 4 MB body can hold millions of issues, too many to copy between threads as objects. */
-export type IdentifyDecoded = { kind: 'ok'; input: IdentifyInput } | { kind: 'notJson' } | { kind: 'invalid'; issues: string } | { kind: 'tooFarAhead' };
+/**
+ * `issues` as JSON text: a 4 MB body can hold millions of issues, too many to copy between
+ * threads as objects. `first` is the first of them, for the request log.
+ */
+export type IdentifyDecoded =
+  { kind: 'ok'; input: IdentifyInput } | { kind: 'notJson' } | { kind: 'invalid'; issues: string; first: Issue } | { kind: 'tooFarAhead' };
 
 const NOT_JSON = Symbol('not JSON');
 
@@ -58,20 +59,7 @@ export function decodeIdentify(raw: string, receivedAt: number): IdentifyDecoded
   if (body === NOT_JSON) return { kind: 'notJson' };
   const result = checkIdentify(body, receivedAt);
   if (result.ok) return { kind: 'ok', input: result.input };
-  return 'issues' in result ? { kind: 'invalid', issues: stringifyJson(result.issues) } : { kind: 'tooFarAhead' };
-}
-
-/** An Identify batch's plan, or what the rules threw (by name: an Error's class does not cross threads). */
-export type PlanOutcome = { kind: 'plan'; plan: Plan } | { kind: 'error'; name: string; message: string };
-
-/** identify-plan.ts's planBatch on a snapshot of texts: the parse, merge and serialization of a batch. */
-export function planIdentifyBatch(calls: IdentifyCall[], snap: Snapshot, now: number): PlanOutcome {
-  try {
-    return { kind: 'plan', plan: planBatch(calls, snap, now, randomUUID) };
-  } catch (err) {
-    const e = err instanceof Error ? err : new Error(String(err));
-    return { kind: 'error', name: e.name, message: e.message };
-  }
+  return 'issues' in result ? { kind: 'invalid', issues: stringifyJson(result.issues), first: result.issues[0] } : { kind: 'tooFarAhead' };
 }
 
 /** What json-pool.ts can run, by name. */

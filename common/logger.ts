@@ -58,8 +58,7 @@ export type PlainFields = Record<string, string | number | boolean | null>;
 /**
  * log.info(fields), written without pino's serializer: the same line (level, time, bindings,
  * then the fields in order), for flat plain values, which need no redaction. A request's log
- * line through pino cost the gateway measurably in Identify's tail latency (README,
- * Performance). Resolved once per logger (a hot path calls the writer per request); a logger
+ * line through pino costs the gateway measurably in Identify's tail latency. Resolved once per logger (a hot path calls the writer per request); a logger
  * made elsewhere gets log.info.
  */
 export function infoLine(log: Logger): (fields: PlainFields) => void {

@@ -9,6 +9,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
+import { daysToCreate } from './domain/partition-plan.ts';
+import { createEventPartitions, eventPartitions } from './store/storage.ts';
 
 /**
  * The folder holding prisma/: the parent of common/ for the sources, of dist/ for the build
@@ -152,6 +154,21 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
 // serializes them so none sees a half-applied history.
 const MIGRATE_LOCK = 72_616_001;
 
+/**
+ * The partitions of events from yesterday to tomorrow, so that a database is ready for inserts
+ * when migrate returns; the workers' storage maintenance makes the rest ahead of time.
+ */
+async function createFirstPartitions(databaseUrl: string) {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  pool.on('error', () => {});
+  try {
+    const existing = new Set((await eventPartitions(pool)).map((p) => p.day));
+    await createEventPartitions(pool, daysToCreate(existing, Date.now(), 1));
+  } finally {
+    await pool.end();
+  }
+}
+
 export async function migrate(databaseUrl: string): Promise<{ createdDatabase: boolean; applied: string[] }> {
   const createdDatabase = await ensureDatabase(databaseUrl);
   const lock = new pg.Client({ connectionString: databaseUrl });
@@ -160,6 +177,7 @@ export async function migrate(databaseUrl: string): Promise<{ createdDatabase: b
     await lock.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
     const migrationsList = await listMigrations();
     const out = await withEngine(databaseUrl, (engine) => engine.applyMigrations({ migrationsList, filters: { externalTables: [], externalEnums: [] } }));
+    await createFirstPartitions(databaseUrl);
     return { createdDatabase, applied: out.appliedMigrationNames };
   } finally {
     await lock.end();

@@ -1,10 +1,10 @@
 // An array parameter as PostgreSQL's array literal. node-postgres builds it element by element,
 // with two regex replaces per element and string concatenation: on Identify's batches (tens of
-// arrays of tens of elements) that was the largest allocation of the gateway's thread (sampling
-// heap profiler, README Performance). The same text, with one test per element and one join.
+// arrays of tens of elements) that is the largest allocation of the gateway's thread (sampling
+// heap profiler). The same text, with one test per element and one join.
 // A string without control characters or surrogates is written by JSON.stringify, which then
 // escapes exactly what an array literal does (`"` and `\`), natively and in one allocation; a
-// regex replace, kept for the others, was still the largest allocation of an Identify batch.
+// regex replace, kept for the others, would otherwise be the largest allocation of an Identify batch.
 const NOT_AS_JSON = /[\u0000-\u001f\ud800-\udfff]/;
 const ESCAPE = /["\\]/g;
 

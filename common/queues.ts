@@ -4,7 +4,8 @@ import type { Redis } from './redis.ts';
 
 // Names that need no BullMQ live in queue-keys.ts (operator commands import them without
 // loading BullMQ); exported here too for everything that works with the queues.
-export { authCacheChannels, jobIdFor } from './queue-keys.ts';
+export { authCacheChannels, eventsQueueNames, jobIdFor, queueName } from './queue-keys.ts';
+import { eventsQueueNames, queueName } from './queue-keys.ts';
 
 export const EVENTS_QUEUE = 'events';
 
@@ -26,8 +27,8 @@ export interface QueuedEvent {
 
 /**
  * Contract of a job on the events queue: the events of one gateway group commit, in arrival
- * order. There is no per-event job id: the events table's unique key makes a repeat (inside a
- * batch, across batches, across gateways) one event. The job's `timestamp` is the oldest
+ * order. There is no per-event job id: a messageId's row in event_ids makes a repeat (inside a
+ * batch, across batches, across gateways, across day partitions) one event. The job's `timestamp` is the oldest
  * `receivedAt` of its events (what the journey watermark waits for).
  */
 export interface EventBatchJob {
@@ -54,30 +55,43 @@ export interface DeadLetterJob {
   error: string | null;
 }
 
-/** `keepCompleted`: how many completed jobs stay visible (an hour at most). */
-export function eventJobOptions(config: Pick<Config, 'jobAttempts' | 'jobBackoffMs'>, keepCompleted = 50_000): JobsOptions {
+/** `keepCompleted`: completed jobs kept (an hour at most), or `true` to remove each as it completes. */
+export function eventJobOptions(config: Pick<Config, 'jobAttempts' | 'jobBackoffMs'>, keepCompleted: number | true = 50_000): JobsOptions {
   return {
     attempts: config.jobAttempts,
     backoff: { type: 'exponential', delay: config.jobBackoffMs },
-    removeOnComplete: { age: 3600, count: keepCompleted },
+    removeOnComplete: keepCompleted === true ? true : { age: 3600, count: keepCompleted },
     // Failed jobs stay for inspection (dashboard, `intake events get`).
     removeOnFail: false,
   };
 }
 
-export function createEventsQueue(config: Pick<Config, 'queuePrefix' | 'jobAttempts' | 'jobBackoffMs'>, connection: Redis): Queue<EventBatchJob> {
-  return new Queue<EventBatchJob>(EVENTS_QUEUE, {
+type EventsQueueConfig = Pick<Config, 'queuePrefix' | 'jobAttempts' | 'jobBackoffMs' | 'redisClusterNodes' | 'queuePartitions'>;
+
+/** Every partition of the events queue (QUEUE_PARTITIONS; one, named `events`, by default), in partition order. */
+export function createEventsQueues(config: EventsQueueConfig, connection: Redis): Queue<EventBatchJob>[] {
+  return eventsQueueNames(config).map((name) => createEventsQueueNamed(name, config, connection));
+}
+
+/** The events queue's first partition: the whole queue with QUEUE_PARTITIONS=1. */
+export function createEventsQueue(config: EventsQueueConfig, connection: Redis): Queue<EventBatchJob> {
+  return createEventsQueueNamed(eventsQueueNames(config)[0], config, connection);
+}
+
+function createEventsQueueNamed(name: string, config: EventsQueueConfig, connection: Redis): Queue<EventBatchJob> {
+  return new Queue<EventBatchJob>(name, {
     connection,
     prefix: config.queuePrefix,
-    // A batch job holds up to TRACK_BATCH_BYTES of events: keep a few hundred completed ones
-    // for the dashboard, not the 50,000 that per-event jobs could afford.
-    defaultJobOptions: eventJobOptions(config, 200),
+    // A completed batch job is gone at once: its events are in PostgreSQL, and up to
+    // TRACK_BATCH_BYTES of them would hold Redis memory for nothing (the worker's batch
+    // counters and log lines say what completed). A failed one keeps its events.
+    defaultJobOptions: eventJobOptions(config, true),
   });
 }
 
 /** One attempt per run: a dead-letter job stays failed until an operator retries it. */
-export function createDeadLetterQueue(config: Pick<Config, 'queuePrefix'>, connection: Redis): Queue<DeadLetterJob> {
-  return new Queue<DeadLetterJob>(DEAD_LETTER_QUEUE, {
+export function createDeadLetterQueue(config: Pick<Config, 'queuePrefix' | 'redisClusterNodes'>, connection: Redis): Queue<DeadLetterJob> {
+  return new Queue<DeadLetterJob>(queueName(DEAD_LETTER_QUEUE, config), {
     connection,
     prefix: config.queuePrefix,
     defaultJobOptions: { attempts: 1, removeOnComplete: { age: 7 * 86_400 }, removeOnFail: false },
@@ -100,10 +114,15 @@ export interface ServiceEventJob {
   payload: string;
 }
 
-export function createServiceEventsQueue(config: Pick<Config, 'queuePrefix' | 'jobAttempts' | 'jobBackoffMs'>, connection: Redis): Queue<ServiceEventJob> {
-  return new Queue<ServiceEventJob>(SERVICE_EVENTS_QUEUE, {
+export function createServiceEventsQueue(
+  config: Pick<Config, 'queuePrefix' | 'jobAttempts' | 'jobBackoffMs' | 'redisClusterNodes'>,
+  connection: Redis,
+): Queue<ServiceEventJob> {
+  return new Queue<ServiceEventJob>(queueName(SERVICE_EVENTS_QUEUE, config), {
     connection,
     prefix: config.queuePrefix,
+    // Completed jobs stay (an hour at most): their ids, `o<outboxId>`, are what makes a row
+    // relayed twice one job.
     defaultJobOptions: eventJobOptions(config),
   });
 }
@@ -119,4 +138,19 @@ export async function closeQueues(queues: Queue[], connection: Redis): Promise<v
   connection.disconnect();
   await Promise.all(queues.map((queue) => queue.waitUntilReady().catch(() => {})));
   await Promise.all(queues.map((queue) => queue.close().catch(() => {})));
+}
+
+/**
+ * The events queue's job counts over all its partitions: metrics report the events queue as one
+ * (`intake_queue_jobs{queue="events"}`), however many partitions it has.
+ */
+export function allPartitions(partitions: Pick<Queue, 'getJobCounts'>[]): Pick<Queue, 'getJobCounts'> {
+  return {
+    async getJobCounts(...types: Parameters<Queue['getJobCounts']>) {
+      const counts = await Promise.all(partitions.map((queue) => queue.getJobCounts(...types)));
+      const total: Record<string, number> = {};
+      for (const count of counts) for (const [state, n] of Object.entries(count)) total[state] = (total[state] ?? 0) + n;
+      return total;
+    },
+  };
 }

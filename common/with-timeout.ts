@@ -20,8 +20,23 @@ export function answersWithinASecond(probe: Promise<unknown>): Promise<boolean> 
   );
 }
 
-/** What every process's /readyz reports: PostgreSQL and Redis each answer within a second. */
-export async function readiness(deps: { db: { $queryRaw(query: TemplateStringsArray): Promise<unknown> }; redis: { ping(): Promise<unknown> } }) {
+export interface Readiness {
+  ready: boolean;
+  /** /readyz's body: `status`, whether `postgres` and `redis` answer, and a `reason` while Redis is full. */
+  body: { status: 'ready' | 'unavailable'; postgres: boolean; redis: boolean; reason?: string };
+}
+
+/**
+ * What every process's /readyz reports: PostgreSQL and Redis each answer within a second and,
+ * where `memory` is given, Redis is not full (common/redis-memory.ts; its `reason` says why).
+ */
+export async function readiness(deps: {
+  db: { $queryRaw(query: TemplateStringsArray): Promise<unknown> };
+  redis: { ping(): Promise<unknown> };
+  memory?: { reason(): string | null };
+}): Promise<Readiness> {
   const [postgres, redis] = await Promise.all([answersWithinASecond(deps.db.$queryRaw`SELECT 1`), answersWithinASecond(deps.redis.ping())]);
-  return { postgres, redis };
+  const full = redis ? (deps.memory?.reason() ?? null) : null;
+  const ready = postgres && redis && full === null;
+  return { ready, body: { status: ready ? 'ready' : 'unavailable', postgres, redis, ...(full === null ? {} : { reason: full }) } };
 }

@@ -1,26 +1,33 @@
-// API-key lookups served from memory: the hot path makes no round trip for a known key.
-// Operator commands that change what a lookup returns (key revoke/create, env remove, org
-// features) publish a nonce on a Redis channel; every gateway drops its whole cache and
+// API-key lookups served from memory (key-cache.ts): the hot path makes no round trip for a
+// known key, and Track, which needs only Redis to accept an event, keeps accepting known keys
+// while PostgreSQL is away.
+//
+// Revocation. Operator commands that change what a lookup returns (key revoke, env remove,
+// org features) publish a nonce on a Redis channel; every gateway drops its whole cache and
 // answers with the nonce on an ack channel, and the command waits for every gateway's ack
-// (cli/operator.ts). So once `key revoke` returns, no gateway serves the key from memory.
-// While its subscription is down a gateway cannot hear invalidations, so it reads through
-// to PostgreSQL until the subscription is back, and starts over with an empty cache then.
+// (cli/operator.ts). So once such a command succeeds, no gateway serves the old answer from
+// memory. While its subscription is down a gateway cannot hear invalidations, so it keeps
+// nothing and reads every key through to PostgreSQL, and starts over with an empty cache
+// once the subscription is back.
+//
+// Freshness. An entry is trusted for KEY_CACHE_TTL_MS, then read again. If that read fails
+// (PostgreSQL unreachable), the entry is still served until KEY_CACHE_STALE_MAX_MS after it
+// was last read, and the gateway counts PostgreSQL as unreachable: lapsed entries are then
+// served at once, while one read a second probes PostgreSQL in the background. The first
+// probe that succeeds ends that state; from then on a lapsed entry is read again before use,
+// so an answer that changed during the outage (a revocation this gateway did not hear) takes
+// effect within about a second of PostgreSQL answering. A key with no entry needs PostgreSQL:
+// while it is away such a request gets the spec's temporary 500.
 import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
 import type { Redis } from '../common/redis.ts';
 import { findKeyByHash, type KeyRecord } from '../common/store/environments.ts';
+import { KeyCache } from './key-cache.ts';
 
 export interface AuthCache {
   lookup(hash: string): Promise<KeyRecord | null>;
   close(): Promise<void>;
 }
-
-interface Entry {
-  record: KeyRecord | null;
-  expiresAt: number;
-}
-
-const MAX_ENTRIES = 100_000;
 
 export interface AuthCacheDeps {
   db: Db;
@@ -30,24 +37,36 @@ export interface AuthCacheDeps {
   publisher: Redis;
   channels: { invalidate: string; ack: string };
   ttlMs: number;
+  staleMaxMs: number;
+  maxBytes: number;
   log: Logger;
 }
 
+/** While PostgreSQL is unreachable, at most one background read per this interval. */
+const PROBE_INTERVAL_MS = 1000;
+/** Reads that an invalidation overtook are done again, up to this many times in all. */
+const READ_ATTEMPTS = 3;
+
 export function createAuthCache(deps: AuthCacheDeps): AuthCache {
-  const { db, subscriber, publisher, channels, ttlMs, log } = deps;
-  const entries = new Map<string, Entry>();
-  // Bumped on every invalidation so a lookup that raced with one does not store a stale row.
+  const { db, subscriber, publisher, channels, ttlMs, staleMaxMs, log } = deps;
+  const cache = new KeyCache(deps.maxBytes);
+  /** One read per hash at a time: a burst of requests with the same (or the same unknown) key costs one query. */
+  const reading = new Map<string, Promise<KeyRecord | null>>();
+  // Bumped on every invalidation, so a read that raced with one is done again, not stored.
   let generation = 0;
   let listening = false;
+  let unreachable = false;
+  let nextProbeAt = 0;
 
   const invalidate = () => {
     generation++;
-    entries.clear();
+    cache.clear();
+    reading.clear();
   };
   subscriber.on('message', (channel: string, nonce: string) => {
     if (channel !== channels.invalidate) return;
     invalidate();
-    publisher.publish(channels.ack, nonce).catch(() => {});
+    acknowledge(publisher, channels.ack, nonce);
   });
   // ioredis re-subscribes on reconnect; anything published while we were away was missed.
   subscriber.on('ready', () => {
@@ -66,24 +85,96 @@ export function createAuthCache(deps: AuthCacheDeps): AuthCache {
     (err: Error) => log.warn({ err: err.message }, 'auth cache: subscription unavailable, reading keys through'),
   );
 
+  const caching = () => listening && ttlMs > 0;
+
+  const reached = (ok: boolean) => {
+    if (ok === !unreachable) return;
+    unreachable = !ok;
+    if (unreachable) log.warn({ staleMaxMs }, 'auth cache: PostgreSQL unreachable, serving cached keys');
+    else log.info('auth cache: PostgreSQL answers again, cached keys are read again once lapsed');
+  };
+
+  async function readThrough(hash: string): Promise<KeyRecord | null> {
+    for (let attempt = 1; ; attempt++) {
+      const seen = generation;
+      let record: KeyRecord | null;
+      try {
+        record = await findKeyByHash(db, hash);
+      } catch (err) {
+        reached(false);
+        throw err;
+      }
+      reached(true);
+      if (seen === generation) {
+        if (caching()) cache.put(hash, record, Date.now());
+        return record;
+      }
+      // An invalidation arrived meanwhile: this answer may predate what it announced.
+      if (attempt === READ_ATTEMPTS) return record;
+    }
+  }
+
+  function read(hash: string): Promise<KeyRecord | null> {
+    let pending = reading.get(hash);
+    if (!pending) {
+      const started = readThrough(hash).finally(() => {
+        if (reading.get(hash) === started) reading.delete(hash);
+      });
+      reading.set(hash, started);
+      pending = started;
+    }
+    return pending;
+  }
+
+  /** While PostgreSQL is unreachable: one background read now and then, to notice its return. */
+  function probe(hash: string, now: number): void {
+    if (now < nextProbeAt) return;
+    nextProbeAt = now + PROBE_INTERVAL_MS;
+    read(hash).catch(() => {});
+  }
+
   return {
     async lookup(hash) {
+      if (!caching()) return findKeyByHash(db, hash);
       const now = Date.now();
-      if (listening && ttlMs > 0) {
-        const hit = entries.get(hash);
-        if (hit && hit.expiresAt > now) return hit.record;
+      const entry = cache.get(hash);
+      if (entry) {
+        const age = now - entry.verifiedAt;
+        if (age < ttlMs) return entry.record;
+        if (unreachable && age < staleMaxMs) {
+          probe(hash, now);
+          return entry.record;
+        }
       }
-      const seen = generation;
-      const record = await findKeyByHash(db, hash);
-      if (listening && ttlMs > 0 && seen === generation) {
-        if (entries.size >= MAX_ENTRIES) entries.clear();
-        entries.set(hash, { record, expiresAt: now + ttlMs });
+      try {
+        return await read(hash);
+      } catch (err) {
+        // The entry, if it is still the one read before the failure (no invalidation since).
+        const stale = entry && cache.get(hash) === entry && Date.now() - entry.verifiedAt < staleMaxMs;
+        if (stale) return entry.record;
+        throw err;
       }
-      return record;
     },
     async close() {
-      entries.clear();
+      cache.clear();
       subscriber.disconnect();
     },
   };
+}
+
+/**
+ * Publishes an ack. The producer connection refuses commands while it is not connected (so
+ * that Track fails fast); an ack refused so is sent once it reconnects, if within 10 s, about
+ * as long as the operator's command waits for it.
+ */
+function acknowledge(publisher: Redis, channel: string, nonce: string): void {
+  const send = () => publisher.publish(channel, nonce);
+  send().catch(() => {
+    const retry = () => {
+      clearTimeout(timer);
+      send().catch(() => {});
+    };
+    const timer = setTimeout(() => publisher.off('ready', retry), 10_000).unref();
+    publisher.once('ready', retry);
+  });
 }

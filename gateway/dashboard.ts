@@ -1,7 +1,10 @@
 // The queue dashboard (`intake dashboard`): bull-board over the product's queues on its own
-// port, so it can be published (or not) separately from the ingest API.
+// port and address, so it can be published (or not) separately from the ingest API. Closed by
+// default (docs/operations.md, "Dashboard"): it listens on loopback, and without a password it
+// hides job data and refuses any other address.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
+import { BlockList, isIP } from 'node:net';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
@@ -11,12 +14,13 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Db } from '../common/db.ts';
 import { registerQueueDepth } from '../common/queue-depth.ts';
 import { healthz, metrics, readyz } from './handlers/health.ts';
-import type { Config } from '../common/config.ts';
+import { ConfigError, type Config } from '../common/config.ts';
 import { drain, listen } from '../common/listen.ts';
-import { answerClientError } from './client-error.ts';
+import { answerInJson } from './client-error.ts';
 import type { Logger } from '../common/logger.ts';
-import { closeQueues, createDeadLetterQueue, createEventsQueue, createServiceEventsQueue } from '../common/queues.ts';
+import { allPartitions, closeQueues, createDeadLetterQueue, createEventsQueues, createServiceEventsQueue, EVENTS_QUEUE } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
+import { livePages } from './live/pages.ts';
 
 export interface Dashboard {
   port: number;
@@ -26,50 +30,67 @@ export interface Dashboard {
 type DashboardConfig = Pick<
   Config,
   | 'redisUrl'
+  | 'redisClusterNodes'
+  | 'queuePartitions'
   | 'queuePrefix'
   | 'jobAttempts'
   | 'jobBackoffMs'
-  | 'host'
+  | 'dashboardHost'
   | 'dashboardPort'
   | 'dashboardUser'
   | 'dashboardPassword'
   | 'dashboardReadOnly'
   | 'shutdownTimeoutMs'
+  | 'liveIdentifyCalls'
 >;
 
 /** Listen on config.dashboardPort (0 picks a free one); rejects when the port is taken. */
 export async function startDashboard(deps: { config: DashboardConfig; db: Db; log: Logger }): Promise<Dashboard> {
   const { config, db, log } = deps;
+  const refused = exposureProblem(config);
+  if (refused) throw new ConfigError(refused);
   // The port is taken before anything else is opened, so a taken port (which `intake dev`
   // tolerates) leaves no Redis connection behind.
-  const server = http.createServer();
-  // Malformed HTTP gets a JSON error as on the gateway, not Node's empty body.
-  server.on('clientError', answerClientError);
+  // Node's Host check is made by answerInJson (below), which answers in JSON.
+  const server = http.createServer({ requireHostHeader: false });
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
-  const port = await listen(server, config.dashboardPort, config.host);
+  const port = await listen(server, config.dashboardPort, config.dashboardHost);
 
   // Fail-fast profile: while Redis is away a page load errors at once instead of hanging.
   const redis = createRedis(config, 'producer', log);
   // The same factories as the producers, so a job added from the dashboard gets the product's retry policy.
   // Each events job is one gateway batch (its name says how many events it carries); the dead-letter
   // queue holds one job per refused event, which an operator retries here (unless read-only).
-  const queues = [createEventsQueue(config, redis), createDeadLetterQueue(config, redis), createServiceEventsQueue(config, redis)];
+  // Every partition of the events queue is listed: each is a queue of its own.
+  const eventsQueues = createEventsQueues(config, redis);
+  const deadLetterQueue = createDeadLetterQueue(config, redis);
+  const queues = [...eventsQueues, deadLetterQueue, createServiceEventsQueue(config, redis)];
   for (const queue of queues) queue.on('error', (err) => log.warn({ err: err.message, queue: queue.name }, 'dashboard queue'));
   // Like every process: /healthz, /readyz and /metrics, open (no dashboard credentials).
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  registerQueueDepth(registry, Object.fromEntries(queues.map((queue) => [queue.name, queue])), 1000);
+  // The events queue's partitions are counted as one queue, `events`, as every process reports it.
+  registerQueueDepth(
+    registry,
+    { [EVENTS_QUEUE]: allPartitions(eventsQueues), ...Object.fromEntries(queues.slice(eventsQueues.length).map((queue) => [queue.name, queue])) },
+    1000,
+  );
   const probes = { readyz: readyz({ db, redis }), metrics: metrics(registry) };
-  server.on('request', createDashboardApp({ config, queues, probes, log }).callback());
+  const live = livePages({ config, db, redis, eventsQueues, deadLetterQueue });
+  // Malformed HTTP, an unknown Expect, no Host: a JSON error as on the gateway, not Node's empty body.
+  answerInJson(server, createDashboardApp({ config, queues, live, probes, log }).callback());
 
   if (!config.dashboardPassword) {
     log.warn(
-      { port, readOnly: config.dashboardReadOnly },
-      'dashboard is unauthenticated (DASHBOARD_PASSWORD is not set): anyone who reaches its port can use it',
+      { host: config.dashboardHost, port },
+      'dashboard is unauthenticated (DASHBOARD_PASSWORD is not set): loopback only, read-only, job data hidden; anyone on this host can see the queues',
     );
   }
-  log.info({ port, queues: queues.map((q) => q.name), readOnly: config.dashboardReadOnly, auth: Boolean(config.dashboardPassword) }, 'dashboard listening');
+  log.info(
+    { host: config.dashboardHost, port, queues: queues.map((q) => q.name), readOnly: config.dashboardReadOnly, auth: Boolean(config.dashboardPassword) },
+    'dashboard listening',
+  );
 
   let closing: Promise<void> | undefined;
   return {
@@ -83,14 +104,58 @@ export async function startDashboard(deps: { config: DashboardConfig; db: Db; lo
   };
 }
 
-/** healthz, readyz and metrics (open) → basic auth when a password is set → bull-board (UI at /, JSON API under /api). */
-function createDashboardApp(deps: { config: DashboardConfig; queues: Queue[]; probes: { readyz: Koa.Middleware; metrics: Koa.Middleware }; log: Logger }): Koa {
+/**
+ * Why the dashboard must not start as configured, or null. Without a password anyone who reaches
+ * the port sees it, so it stays on loopback; and it hides job data, so it must stay read-only:
+ * editing or copying a job there would write the placeholder over the event it holds.
+ */
+export function exposureProblem(config: Pick<Config, 'dashboardHost' | 'dashboardPassword' | 'dashboardReadOnly'>): string | null {
+  if (config.dashboardPassword) return null;
+  if (!isLoopback(config.dashboardHost)) {
+    return `DASHBOARD_HOST=${config.dashboardHost} is not a loopback address: set DASHBOARD_PASSWORD to listen there, or leave DASHBOARD_HOST at 127.0.0.1`;
+  }
+  if (!config.dashboardReadOnly) return 'DASHBOARD_READ_ONLY=false needs DASHBOARD_PASSWORD: without one the dashboard hides job data and stays read-only';
+  return null;
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** 127.0.0.0/8, ::1 (in any spelling, IPv4-mapped too) and `localhost`; any other name or address may be reachable from elsewhere. */
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  const family = isIP(host);
+  return family !== 0 && LOOPBACK.check(host, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/** What the dashboard shows of a job's data and return value when no password guards it. */
+export const HIDDEN_JOB_DATA = 'hidden: set DASHBOARD_PASSWORD to see job data';
+
+/** healthz, readyz and metrics (open) → basic auth when a password is set → the live view (/live/…) → bull-board (UI at /, JSON API under /api). */
+function createDashboardApp(deps: {
+  config: DashboardConfig;
+  queues: Queue[];
+  /** The live view's pages (gateway/live/pages.ts), behind the same auth as bull-board. */
+  live: Koa.Middleware;
+  probes: { readyz: Koa.Middleware; metrics: Koa.Middleware };
+  log: Logger;
+}): Koa {
   const { config, queues, probes, log } = deps;
   const board = new KoaAdapter();
+  const adapters = queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: config.dashboardReadOnly }));
+  if (!config.dashboardPassword) {
+    // Queues, counts, job names and states still show; the payloads (user IDs, properties) do not.
+    // bull-board runs each job it answers with (list and single job) through these formatters.
+    for (const adapter of adapters) {
+      adapter.setFormatter('data', () => HIDDEN_JOB_DATA);
+      adapter.setFormatter('returnValue', () => HIDDEN_JOB_DATA);
+    }
+  }
   createBullBoard({
-    queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: config.dashboardReadOnly })),
+    queues: adapters,
     serverAdapter: board,
-    options: { uiConfig: { boardTitle: 'intake queues' } },
+    options: { uiConfig: { boardTitle: 'intake queues', miscLinks: [{ text: 'Live view', url: '/live/events' }] } },
   });
 
   const app = new Koa({ proxy: false });
@@ -106,6 +171,7 @@ function createDashboardApp(deps: { config: DashboardConfig; queues: Queue[]; pr
     return next();
   });
   if (config.dashboardPassword) app.use(basicAuth(config.dashboardUser, config.dashboardPassword));
+  app.use(deps.live);
   app.use(board.registerPlugin());
   return app;
 }

@@ -7,6 +7,8 @@ export class ApiError extends Error {
     readonly body: Record<string, unknown>,
     /** Response headers that belong to this error (Retry-After of the overload refusal). */
     readonly headers?: Readonly<Record<string, string>>,
+    /** What the request log says refused the request, when more than the body's error. */
+    readonly refusal?: string,
   ) {
     super(typeof body.error === 'string' ? body.error : `HTTP ${status}`);
   }
@@ -15,6 +17,7 @@ export class ApiError extends Error {
 export type { Issue as IdentifyIssue } from '../common/validation/issues.ts';
 import type { Issue as IdentifyIssue } from '../common/validation/issues.ts';
 import type { JsonText } from '../common/domain/json-text.ts';
+import { TOO_FAR_AHEAD_MESSAGE } from '../common/domain/future-bound.ts';
 
 export const MESSAGES = {
   invalidOrgSlug: 'Invalid org slug',
@@ -28,9 +31,10 @@ export const MESSAGES = {
   internal: 'Internal error',
   profileNotFound: 'Profile not found',
   identifyInvalid: 'Invalid Identify call',
-  timestampTooFarAhead: 'timestamp cannot be more than 5 minutes in the future',
+  timestampTooFarAhead: TOO_FAR_AHEAD_MESSAGE,
   bodyTooLarge: 'Request body is too large',
   tooManyRequests: 'Too many requests',
+  requestTimeout: 'Request timeout',
 } as const;
 
 /** Seconds a refused client is asked to wait (the spec's retry guidance adds backoff and jitter). */
@@ -52,13 +56,33 @@ export const trackTooLarge = () => error(413, MESSAGES.trackTooLarge);
 export const eventStorageUnavailable = () => error(503, MESSAGES.eventStorageUnavailable);
 export const internal = () => error(500, MESSAGES.internal);
 export const profileNotFound = () => error(404, MESSAGES.profileNotFound);
-/** `issues` may come as JSON text: a body's issue list can be millions long, serialized off the event loop. */
-export const identifyInvalid = (issues: IdentifyIssue[] | JsonText) => new ApiError(400, { error: MESSAGES.identifyInvalid, issues });
+/**
+ * `issues` may come as JSON text (a body's issue list can be millions long, serialized off the
+ * event loop) with its first issue beside it; the log names that one's path and message, never a value.
+ */
+export function identifyInvalid(issues: IdentifyIssue[] | JsonText, first = Array.isArray(issues) ? issues[0] : undefined): ApiError {
+  const at = first === undefined ? '' : `: ${first.path.length > 0 ? `${first.path.join('.')}: ` : ''}${first.message}`;
+  return new ApiError(400, { error: MESSAGES.identifyInvalid, issues }, undefined, `${MESSAGES.identifyInvalid}${at}`);
+}
 /** Identify has no size limit in the spec; this is the configurable memory guard. */
 export const bodyTooLarge = () => error(413, MESSAGES.bodyTooLarge);
 export const timestampTooFarAhead = () => error(400, MESSAGES.timestampTooFarAhead);
 export const messageIdConflict = (id: string) => error(409, `messageId ${id} was already used for a different call`);
 /** GET /metrics of a multi-process gateway (not an endpoint of the spec) when its processes' metrics could not be gathered. */
 export const metricsUnavailable = (why: string) => error(503, `Metrics are unavailable: ${why}`);
-/** The gateway has MAX_IN_FLIGHT requests in hand: a temporary refusal the spec's retry guidance covers (429). */
-export const tooManyRequests = () => new ApiError(429, { error: MESSAGES.tooManyRequests }, { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS) });
+/**
+ * A bound of gateway/admission.ts is full (the request's environment's part, or the process's):
+ * a temporary refusal the spec's retry guidance covers (429). `unreadBody`: the refusal comes
+ * before the body was read, so the connection, which cannot carry another request, is closed.
+ */
+export const tooManyRequests = (unreadBody = false) =>
+  new ApiError(
+    429,
+    { error: MESSAGES.tooManyRequests },
+    unreadBody ? { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS), Connection: 'close' } : { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS) },
+  );
+/**
+ * The body arrived too slowly (BODY_TIMEOUT_MS, BODY_MIN_BYTES_PER_SECOND): the answer Node's
+ * own request timeout gets (client-error.ts), and the connection is closed mid-body.
+ */
+export const requestTimeout = () => new ApiError(408, { error: MESSAGES.requestTimeout }, { Connection: 'close' });

@@ -1,10 +1,10 @@
 // `intake gateway` as one process runs its gateway on a worker thread of that process, for
 // the thread's heap: its young generation can be sized there (resourceLimits), where a running
 // process cannot resize its own (`--max-semi-space-size` is a node flag read at start-up).
-// Measured (README, Performance): with node's default the gateway's requests die young only
-// part of the time; the scavenges kept copying and promoting the ~50 requests in flight, and
-// the same build ran Track at 22 K or 31 K req/s by process, p99 4 to 10 ms. With 32 MB every
-// run was fast. The process, its pid and its signals stay as they were: the main thread only
+// Measured (docs/operations.md): with node's default the gateway's requests die young only
+// part of the time; the scavenges copy and promote the ~50 requests in flight, and the same
+// build runs Track at 22 K or 31 K req/s by process, p99 4 to 10 ms. With 32 MB every process
+// runs fast. The process, its pid and its signals are the same either way: the main thread only
 // forwards SIGTERM/SIGINT and exits with the thread's code.
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 

@@ -6,16 +6,22 @@ import { createJsonPool } from '../common/json-pool.ts';
 import { drain, listen } from '../common/listen.ts';
 import { poolOf, type Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
-import { authCacheChannels, closeQueues, createEventsQueue } from '../common/queues.ts';
+import { allPartitions, authCacheChannels, closeQueues, createEventsQueues } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
+import { memorySource, watchRedisMemory } from '../common/redis-memory.ts';
 import { createApp } from './app.ts';
 import { createAuthCache } from './auth-cache.ts';
-import { answerClientError } from './client-error.ts';
+import { createSuppressions } from './suppressions.ts';
+import { suppressionChannels } from '../common/queue-keys.ts';
+import { answerInJson } from './client-error.ts';
 import { createEventBatcher } from './event-batcher.ts';
-import { createIdentifyBatcher } from './identify-batcher.ts';
+import { createIdentifyBatcher } from './handlers/identify.ts';
 import { createProfileReader } from './profile-reader.ts';
+import { createReadRoute } from '../common/read-replica.ts';
 import { createGatewayMetrics } from './metrics/gateway-metrics.ts';
-import { createOverloadGuard } from './middleware/overload.ts';
+import { createAdmission } from './admission.ts';
+import { createUploadWatch } from './upload-watch.ts';
+import { createLiveRecorder } from './live/recorder.ts';
 import type { ClusterMember } from './cluster/member.ts';
 
 export interface Gateway {
@@ -32,53 +38,102 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
   const { config, db, log } = deps;
   const redis = createRedis(config, 'producer', log);
   const subscriber = createRedis(config, 'worker', log);
-  const eventsQueue = createEventsQueue(config, redis);
-  eventsQueue.on('error', (err) => log.warn({ err: err.message }, 'events queue'));
-  const authCache = createAuthCache({ db, subscriber, publisher: redis, channels: authCacheChannels(config), ttlMs: config.keyCacheTtlMs, log });
+  const eventsQueues = createEventsQueues(config, redis);
+  for (const queue of eventsQueues) queue.on('error', (err) => log.warn({ err: err.message, queue: queue.name }, 'events queue'));
+  const authCache = createAuthCache({
+    db,
+    subscriber,
+    publisher: redis,
+    channels: authCacheChannels(config),
+    ttlMs: config.keyCacheTtlMs,
+    staleMaxMs: config.keyCacheStaleMaxMs,
+    maxBytes: config.keyCacheMb * 1_048_576,
+    log,
+  });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const overload = createOverloadGuard(config.maxInFlight);
-  const metrics = createGatewayMetrics({ registry, eventsQueue, overload, queueScrapeTimeoutMs: 1000 });
+  const admission = createAdmission({
+    inFlight: config.maxInFlight,
+    inFlightPerEnvironment: config.maxInFlightPerEnvironment,
+    uploads: config.maxUploads,
+    uploadsPerEnvironment: config.maxUploadsPerEnvironment,
+  });
+  const uploadWatch = createUploadWatch({ graceMs: config.bodyTimeoutMs, minBytesPerSecond: config.bodyMinBytesPerSecond }, admission.prune);
+  const memory = watchRedisMemory(memorySource(redis), { intervalMs: config.redisMemoryCheckMs, highWaterPercent: config.redisHighWaterPercent, log });
+  const readersInFlight = Math.max(2, config.databasePoolSize - config.identifyBatchesInFlight - 1);
+  const readRoute = createReadRoute({
+    primary: poolOf(db),
+    replicaUrl: config.databaseReadUrl,
+    maxLagMs: config.readReplicaMaxLagMs,
+    poolSize: readersInFlight,
+    log,
+  });
+  const metrics = createGatewayMetrics({
+    registry,
+    eventsQueue: allPartitions(eventsQueues),
+    readRoute,
+    admission,
+    uploadWatch,
+    memory,
+    queueScrapeTimeoutMs: 1000,
+  });
 
-  const batcher = createEventBatcher(eventsQueue, {
+  const batcher = createEventBatcher(eventsQueues, {
+    replicaAcks: { replicas: config.redisMinReplicaAcks, connection: redis },
     maxBatch: config.trackBatchMax,
     maxBytes: config.trackBatchBytes,
     timeoutMs: config.enqueueTimeoutMs,
     onBatch: metrics.observeBatch,
+    memory,
+  });
+  const suppressions = createSuppressions({
+    pool: poolOf(db),
+    subscriber,
+    publisher: redis,
+    channels: suppressionChannels(config),
+    refreshMs: config.suppressionRefreshMs,
+    counter: metrics.suppressed,
+    log,
   });
   const json = createJsonPool({ threads: deps.cluster?.jsonThreads });
+  // The dashboard's live view: Identify calls and the answers' rates, written to Redis off the request path.
+  const live = createLiveRecorder({ config, redis, requestTotals: metrics.requestTotals, log });
   const identifyBatcher = createIdentifyBatcher(poolOf(db), json, {
     maxBatch: config.identifyBatchMax,
     maxInFlight: config.identifyBatchesInFlight,
     overlapMs: config.identifyBatchOverlapMs,
     cacheMb: config.identifyCacheMb,
+    addressHistoryDays: config.addressHistoryDays,
+    onCommitted: live.identifyCommitted,
+    onDropped: suppressions.countDropped,
   });
   // Reads hold a connection for one statement: up to the pool less what Identify's batches use
   // (at least two, so one slow read, say a connection attempt to a stalled server, does not
   // hold every other read for its whole timeout).
-  const profileReader = createProfileReader(poolOf(db), {
-    maxBatch: 256,
-    maxInFlight: Math.max(2, config.databasePoolSize - config.identifyBatchesInFlight - 1),
-  });
+  const profileReader = createProfileReader(poolOf(db), { maxBatch: 256, maxInFlight: readersInFlight }, readRoute);
   const scraped = deps.cluster ? deps.cluster.shareMetrics(registry) : registry;
   const app = createApp({
     config,
     db,
     redis,
+    memory,
     batcher,
     identifyBatcher,
     profileReader,
     authCache,
+    suppressions,
     metrics: scraped,
-    overload: overload.middleware,
+    admission,
+    uploadWatch,
     observeRequest: metrics.observeRequest,
     log,
     json,
   });
   // Node enforces the two timeouts below only when it sweeps connections (every 30 s by default),
   // which would let a stalled client hold its connection for up to 40 s instead of 10.
-  const server = http.createServer({ connectionsCheckingInterval: 1000, maxHeaderSize: config.maxHeaderBytes }, app.callback());
-  server.on('clientError', answerClientError);
+  const server = http.createServer({ connectionsCheckingInterval: 1000, maxHeaderSize: config.maxHeaderBytes, requireHostHeader: false });
+  // What Node would answer itself (a parse error, an unknown Expect, no Host) gets a JSON error too.
+  answerInJson(server, app.callback());
   // A client that sends its request and then closes its side (shutdown(SHUT_WR), `nc -N`) still
   // gets the answer; by default Node drops the request's response when the client's FIN arrives.
   (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
@@ -98,9 +153,14 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
     close: () =>
       (closing ??= (async () => {
         await drain(server, config.shutdownTimeoutMs);
+        uploadWatch.close();
+        await live.close();
+        await suppressions.close();
         await authCache.close();
         await json.close();
-        await closeQueues([eventsQueue], redis);
+        memory.close();
+        await readRoute.close();
+        await closeQueues(eventsQueues, redis);
         log.info('gateway stopped');
       })()),
   };

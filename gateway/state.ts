@@ -15,6 +15,8 @@ export interface IngestState {
   track: TrackHeader; // check 6b
   timestampMs: number;
   identify: IdentifyInput; // check 6b (Identify)
+  /** What refused the request (a 4xx's error, with an Identify call's first issue), for the request log. */
+  refusal?: string;
 }
 
 /** The matched route's name from the route table (@koa/router records it on the context). */

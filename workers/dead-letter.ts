@@ -2,12 +2,13 @@
 // out of attempts), kept failed with the refusal as its reason until an operator retries it
 // from the dashboard or with `intake events retry`; a retried job runs its event through the
 // worker's store again. BullMQ cannot add a job as failed, so a job's first run parks it.
-import { UnrecoverableError, Worker, type Queue } from 'bullmq';
+import { UnrecoverableError, type Queue } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import type { Logger } from '../common/logger.ts';
 import { DEAD_LETTER_QUEUE, jobIdFor, type DeadLetterJob, type QueuedEvent } from '../common/queues.ts';
 import type { Redis } from '../common/redis.ts';
 import { withTimeout } from '../common/with-timeout.ts';
+import { BackoffWorker } from './backoff-worker.ts';
 import type { Refused } from './persist-event.ts';
 
 export interface DeadLetters {
@@ -24,11 +25,14 @@ export function startDeadLetters(deps: {
   /** The events worker's store: resolves with the events refused again. */
   persist: (events: readonly QueuedEvent[]) => Promise<Refused[]>;
   onStored: () => void;
+  /** The worker's 'error' events (the caller throttles them). */
+  onError: (err: Error) => void;
   log: Logger;
 }): DeadLetters {
   const { config, queue, persist, log } = deps;
-  const worker = new Worker<DeadLetterJob>(
-    DEAD_LETTER_QUEUE,
+  const worker = new BackoffWorker<DeadLetterJob>(
+    // The queue's name as made (hash-tagged on a Redis Cluster).
+    queue.name,
     async (job) => {
       if (job.attemptsMade === 0 && job.data.error !== null) throw new UnrecoverableError(job.data.error);
       const [refused] = await persist([job.data.event]);
@@ -39,7 +43,7 @@ export function startDeadLetters(deps: {
     },
     { connection: deps.connection, prefix: config.queuePrefix, concurrency: 4, lockDuration: config.workerLockMs },
   );
-  worker.on('error', (err) => log.warn({ err: err.message }, 'dead-letter worker'));
+  worker.on('error', deps.onError);
   worker.on('failed', (job, err) => {
     // A job's first failure with a recorded error is it parking itself (that refusal was logged
     // when the event was dead-lettered); any other failure is a retry refused again.

@@ -30,6 +30,7 @@ import {
   type WakingRun,
 } from '../common/store/journey-runs.ts';
 import { findDecision } from '../common/store/profiles.ts';
+import { droppedChange } from '../common/store/suppression.ts';
 import { attributeJourneys, journeyDefinition, publishedJourneys, type PublishedJourney } from '../common/store/journeys.ts';
 
 export interface JourneyEngine {
@@ -128,7 +129,8 @@ export function createJourneyEngine(deps: JourneyEngineDeps): JourneyEngine {
 
   async function handleEvents(rows: readonly EventRow[]): Promise<(Error | null)[]> {
     const results: (Error | null)[] = rows.map(() => null);
-    const candidates = rows.map((row, i) => ({ row, i })).filter(({ row }) => row.drivesJourneys && row.status === 'processed' && row.userId?.trim());
+    // drivesJourneys is the rule's answer (journey-limits.ts mayDriveJourneys: a userId, within the limits).
+    const candidates = rows.map((row, i) => ({ row, i })).filter(({ row }) => row.drivesJourneys && row.status === 'processed');
     if (!candidates.length) return results;
     const journeys = await publishedJourneys(db, [...new Set(candidates.map((c) => c.row.environmentId))]);
     if (!journeys.length) return results;
@@ -165,6 +167,8 @@ export function createJourneyEngine(deps: JourneyEngineDeps): JourneyEngine {
     if (!journeys.length) return;
     const userKey = toPgText(payload.userId.trim());
     await inPersonLock(db, job.environmentId, userKey, async (tx) => {
+      // Under the lock an erasure takes too: a change made before the person was erased starts nothing.
+      if (await droppedChange(tx, job.environmentId, userKey, job.createdAt)) return;
       const ids = journeys.map((j) => j.id);
       const runs = await lockRuns(tx, job.environmentId, userKey, ids);
       for (const journey of journeys) await enter(tx, journey, userKey, runs, { key: `o:${job.outboxId}`, at: job.createdAt, messageId: null });

@@ -1,22 +1,26 @@
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, type Job } from 'bullmq';
 import type { Config } from '../common/config.ts';
-import { dbErrorMessage, type Db } from '../common/db.ts';
+import { createLockPool, dbErrorMessage, poolOf, type Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
 import {
   DEAD_LETTER_QUEUE,
   EVENTS_QUEUE,
   SERVICE_EVENTS_QUEUE,
+  allPartitions,
   closeQueues,
   createDeadLetterQueue,
-  createEventsQueue,
+  createEventsQueues,
   createServiceEventsQueue,
   type EventBatchJob,
   type QueuedEvent,
   type ServiceEventJob,
 } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
+import { isOomError, memorySource, watchRedisMemory } from '../common/redis-memory.ts';
+import { throttleWarnings } from '../common/warn-throttle.ts';
 import { readiness } from '../common/with-timeout.ts';
 import { SERVICE_EVENTS } from '../common/store/outbox.ts';
+import { BackoffWorker } from './backoff-worker.ts';
 import { startDeadLetters } from './dead-letter.ts';
 import { startJourneyTimers } from './journey-timers.ts';
 import { createWorkerMetrics, serveWorkerMetrics } from './metrics.ts';
@@ -24,6 +28,8 @@ import { createJourneyEngine } from './journeys.ts';
 import { startOutboxRelay } from './outbox-relay.ts';
 import { createWatermark, oldestQueuedReceipt } from './watermark.ts';
 import { createEventPersister, recordBatchFailed, type Refused } from './persist-event.ts';
+import { startStorageMaintenance } from './storage-maintenance.ts';
+import { createErasureGuard } from '../common/store/erasure.ts';
 
 export interface Workers {
   /** Where GET /metrics is served (null when WORKER_METRICS_PORT was taken). */
@@ -31,22 +37,44 @@ export interface Workers {
   close(): Promise<void>;
 }
 
+/**
+ * Batches a worker process stores at once (each holds one connection of the erasure guard).
+ * The process's own pool (DATABASE_POOL_SIZE) serves their statements and the journeys' four
+ * transactions each, so more would wait there anyway.
+ */
+const GUARD_CONNECTIONS = 4;
+
+/** While errors repeat (Redis full, say), each kind is logged once and then once per this interval with its count. */
+const WARN_INTERVAL_MS = 10_000;
+
 export async function startWorkers(deps: { config: Config; db: Db; log: Logger }): Promise<Workers> {
   const { config, db, log } = deps;
   const connection = createRedis(config, 'worker', log);
-  const eventsQueue = createEventsQueue(config, connection);
+  const memory = watchRedisMemory(memorySource(connection), { intervalMs: config.redisMemoryCheckMs, highWaterPercent: config.redisHighWaterPercent, log });
+  const warnings = throttleWarnings(log, WARN_INTERVAL_MS);
+  /** An 'error' listener: a refusal for memory marks Redis full at once; the line is throttled. */
+  const warnOn = (what: string) => (err: Error) => {
+    if (isOomError(err)) memory.refused();
+    warnings.warn(what, err);
+  };
+  const eventsQueues = createEventsQueues(config, connection);
   const relayQueue = createServiceEventsQueue(config, connection);
   const deadLetters = createDeadLetterQueue(config, connection);
-  for (const queue of [eventsQueue, relayQueue, deadLetters]) queue.on('error', (err) => log.warn({ err: err.message, queue: queue.name }, 'queue'));
+  for (const queue of [...eventsQueues, relayQueue, deadLetters]) queue.on('error', warnOn(`queue ${queue.name}`));
   const metrics = createWorkerMetrics({
-    queues: { [EVENTS_QUEUE]: eventsQueue, [SERVICE_EVENTS_QUEUE]: relayQueue, [DEAD_LETTER_QUEUE]: deadLetters },
-    oldestQueuedReceipt: () => oldestQueuedReceipt(eventsQueue),
+    queues: { [EVENTS_QUEUE]: allPartitions(eventsQueues), [SERVICE_EVENTS_QUEUE]: relayQueue, [DEAD_LETTER_QUEUE]: deadLetters },
+    oldestQueuedReceipt: () => oldestQueuedReceipt(eventsQueues),
+    memory,
   });
-  const journeys = createJourneyEngine({ db, log, metrics, ...createWatermark(eventsQueue, config.journeyGraceMs) });
+  const journeys = createJourneyEngine({ db, log, metrics, ...createWatermark(eventsQueues, config.journeyGraceMs) });
+  // The erasure guard's connections: batches stored at once beyond these wait their turn.
+  const guardPool = createLockPool(config, GUARD_CONNECTIONS, log);
   const persist = createEventPersister(db, journeys, {
     maxRows: config.workerBatchMax,
     waitMs: config.workerBatchWaitMs,
     onStatement: (n) => metrics.batchSize.observe(n),
+    guard: createErasureGuard(guardPool, GUARD_CONNECTIONS),
+    onDropped: (rows) => metrics.events.inc({ outcome: 'dropped' }, rows.length),
   });
   // Made once: a labelled inc() builds its label key on every call.
   const counted = {
@@ -56,7 +84,15 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     completed: metrics.batches.labels({ outcome: 'completed' }),
   };
 
-  const deadLettered = startDeadLetters({ config, connection, queue: deadLetters, persist, onStored: () => counted.stored.inc(), log });
+  const deadLettered = startDeadLetters({
+    config,
+    connection,
+    queue: deadLetters,
+    persist,
+    onStored: () => counted.stored.inc(),
+    onError: warnOn('dead-letter worker'),
+    log,
+  });
 
   /**
    * One debug line per event of a batch job, naming its messageId: what an operator greps for.
@@ -80,57 +116,59 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     }
   }
 
-  const events = new Worker<EventBatchJob>(
-    EVENTS_QUEUE,
-    async (job) => {
-      const started = performance.now();
-      const list = job.data?.events;
-      if (!Array.isArray(list)) throw new UnrecoverableError('not a batch of events');
-      const refused = await persist(list);
-      await toDeadLetters(job.id, refused);
-      const now = Date.now();
-      let oldest = now;
-      // Received to stored: refused events went to the dead-letter queue instead.
-      const notStored = refused.length ? new Set(refused.map((r) => r.event)) : null;
-      for (const e of list) {
-        if (!notStored?.has(e)) metrics.storedLag.observe((now - e.receivedAt) / 1000);
-        if (e.receivedAt < oldest) oldest = e.receivedAt;
-      }
-      counted.stored.inc(list.length - refused.length);
-      counted.completed.inc();
-      metrics.batchEvents.observe(list.length);
-      log.info(
-        {
-          queue: EVENTS_QUEUE,
-          jobId: job.id,
-          events: list.length,
-          refused: refused.length,
-          attempt: job.attemptsMade + 1,
-          ms: Math.round(performance.now() - started),
-          lagMs: now - oldest,
-        },
-        'event batch persisted',
-      );
-      const refusedEvents = new Set(refused.map((r) => r.event));
-      logEachEvent(
-        job.id,
-        list.filter((e) => !refusedEvents.has(e)),
-        'event persisted',
-      );
-    },
-    {
+  /** One worker per partition of the events queue; together they take the configured concurrency. */
+  const perPartition = Math.ceil(config.workerConcurrency / eventsQueues.length);
+  const processBatch = async (job: Job<EventBatchJob>) => {
+    const started = performance.now();
+    const list = job.data?.events;
+    if (!Array.isArray(list)) throw new UnrecoverableError('not a batch of events');
+    const refused = await persist(list);
+    await toDeadLetters(job.id, refused);
+    const now = Date.now();
+    let oldest = now;
+    // Received to stored: refused events went to the dead-letter queue instead.
+    const notStored = refused.length ? new Set(refused.map((r) => r.event)) : null;
+    for (const e of list) {
+      if (!notStored?.has(e)) metrics.storedLag.observe((now - e.receivedAt) / 1000);
+      if (e.receivedAt < oldest) oldest = e.receivedAt;
+    }
+    counted.stored.inc(list.length - refused.length);
+    counted.completed.inc();
+    metrics.batchEvents.observe(list.length);
+    log.info(
+      {
+        queue: EVENTS_QUEUE,
+        jobId: job.id,
+        events: list.length,
+        refused: refused.length,
+        attempt: job.attemptsMade + 1,
+        ms: Math.round(performance.now() - started),
+        lagMs: now - oldest,
+      },
+      'event batch persisted',
+    );
+    const refusedEvents = new Set(refused.map((r) => r.event));
+    logEachEvent(
+      job.id,
+      list.filter((e) => !refusedEvents.has(e)),
+      'event persisted',
+    );
+  };
+  const eventWorkers = eventsQueues.map((queue) => {
+    const worker = new BackoffWorker<EventBatchJob>(queue.name, processBatch, {
       connection,
       prefix: config.queuePrefix,
-      concurrency: config.workerConcurrency,
+      concurrency: perPartition,
       // A killed worker's jobs return to the queue after the lock lapses; a kill is not a
       // reason to fail an event, so allow several stalls before BullMQ gives up on a job.
       lockDuration: config.workerLockMs,
       stalledInterval: Math.max(1000, Math.floor(config.workerLockMs / 2)),
       maxStalledCount: 10,
-    },
-  );
-  events.on('error', (err) => log.warn({ err: err.message }, 'events worker'));
-  events.on('failed', (job, err) => void onFailed(job, err));
+    });
+    worker.on('error', warnOn('events worker'));
+    worker.on('failed', (job, err) => void onFailed(job, err));
+    return worker;
+  });
 
   /**
    * A failed attempt is retried with backoff. After the last one, never silently: every event of
@@ -169,8 +207,8 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
 
   // Service events relayed from the outbox: profile changes can start attribute-triggered
   // journeys; consent changes are read when a send step runs, so they need nothing here.
-  const serviceEvents = new Worker<ServiceEventJob>(
-    SERVICE_EVENTS_QUEUE,
+  const serviceEvents = new BackoffWorker<ServiceEventJob>(
+    relayQueue.name,
     async (job) => {
       const started = performance.now();
       if (job.data.kind === SERVICE_EVENTS.profileFieldsChanged) await journeys.handleProfileChange(job.data);
@@ -178,13 +216,20 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     },
     { connection, prefix: config.queuePrefix, concurrency: config.workerConcurrency, lockDuration: config.workerLockMs },
   );
-  serviceEvents.on('error', (err) => log.warn({ err: err.message }, 'service-events worker'));
-  const relay = startOutboxRelay({ config, db, queue: relayQueue, log });
+  serviceEvents.on('error', warnOn('service-events worker'));
+  const relay = startOutboxRelay({ config, db, queue: relayQueue, memory, log });
   const timers = startJourneyTimers({ engine: journeys, tickMs: config.journeyTickMs, log });
+  const storage = startStorageMaintenance({
+    pool: poolOf(db),
+    config,
+    log,
+    onFigures: (figures) => metrics.storage.set(figures),
+    onRound: (outcome) => metrics.storage.rounds.inc({ outcome }),
+  });
 
-  const ready = () => readiness({ db, redis: connection });
+  const ready = () => readiness({ db, redis: connection, memory });
   const metricsServer = await serveWorkerMetrics(metrics.registry, { port: config.workerMetricsPort, host: config.host, log, ready });
-  await Promise.all([events.waitUntilReady(), deadLettered.waitUntilReady(), serviceEvents.waitUntilReady()]).catch(() => {});
+  await Promise.all([...eventWorkers.map((w) => w.waitUntilReady()), deadLettered.waitUntilReady(), serviceEvents.waitUntilReady()]).catch(() => {});
   log.info({ concurrency: config.workerConcurrency, metricsPort: metricsServer.port }, 'worker started');
   if (config.journeyGraceMs < config.enqueueTimeoutMs) {
     log.warn(
@@ -196,8 +241,11 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     metricsPort: metricsServer.port,
     async close() {
       await relay.close();
-      await Promise.all([events.close(), deadLettered.close(), serviceEvents.close(), timers.close()]);
-      await Promise.all([closeQueues([relayQueue, eventsQueue, deadLetters], connection), metricsServer.close()]);
+      await Promise.all([...eventWorkers.map((w) => w.close()), deadLettered.close(), serviceEvents.close(), timers.close(), storage.close()]);
+      await Promise.all([closeQueues([relayQueue, ...eventsQueues, deadLetters], connection), metricsServer.close()]);
+      await guardPool.end();
+      memory.close();
+      warnings.close();
       log.info('worker stopped');
     },
   };

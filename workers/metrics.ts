@@ -9,14 +9,17 @@ import http from 'node:http';
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { SendVerdict } from '../common/domain/send-gate.ts';
+import type { StorageFigures } from './storage-maintenance.ts';
 import { listen } from '../common/listen.ts';
 import type { Logger } from '../common/logger.ts';
 import { registerQueueDepth } from '../common/queue-depth.ts';
 import { EVENTS_QUEUE } from '../common/queues.ts';
-import { withTimeout } from '../common/with-timeout.ts';
+import { registerRedisMemory } from '../common/redis-memory-gauges.ts';
+import type { RedisMemory } from '../common/redis-memory.ts';
+import { withTimeout, type Readiness } from '../common/with-timeout.ts';
 
 /** `intake_worker_events_total{outcome}`. */
-export const EVENT_OUTCOMES = ['stored', 'retried', 'failed'] as const;
+export const EVENT_OUTCOMES = ['stored', 'retried', 'failed', 'dropped'] as const;
 /** `intake_worker_batches_total{outcome}`. */
 export const BATCH_OUTCOMES = ['completed', 'retried', 'failed'] as const;
 /** `intake_journey_messages_total{status}`: what the send gate decides (a new verdict fails to compile until it is listed). */
@@ -31,6 +34,8 @@ export interface WorkerMetricsDeps {
   queues: Record<string, Pick<Queue, 'getJobCounts'>>;
   /** Receipt time of the oldest event waiting in the events queue or being stored, null when none (workers/watermark.ts). */
   oldestQueuedReceipt: () => Promise<number | null>;
+  /** Redis's memory, as last read (common/redis-memory.ts); absent: no intake_redis_* series. */
+  memory?: Pick<RedisMemory, 'reading' | 'full'>;
 }
 
 export interface WorkerMetrics {
@@ -43,7 +48,15 @@ export interface WorkerMetrics {
   journeyEntries: Counter;
   journeyMessages: Counter<'status'>;
   journeyTimers: Counter;
+  /** Set from each storage maintenance round's figures (workers/storage-maintenance.ts). */
+  storage: {
+    set(figures: StorageFigures): void;
+    rounds: Counter<'outcome'>;
+  };
 }
+
+/** `intake_storage_maintenance_rounds_total{outcome}`. */
+export const MAINTENANCE_OUTCOMES = ['completed', 'failed'] as const;
 
 export function createWorkerMetrics(deps: WorkerMetricsDeps): WorkerMetrics {
   const registry = new Registry();
@@ -51,11 +64,12 @@ export function createWorkerMetrics(deps: WorkerMetricsDeps): WorkerMetrics {
   collectDefaultMetrics({ register: registry });
   registerQueueDepth(registry, deps.queues, QUEUE_SCRAPE_TIMEOUT_MS);
   registerOldestEventAge(registry, deps.oldestQueuedReceipt);
+  if (deps.memory) registerRedisMemory(registry, deps.memory);
   const metrics: WorkerMetrics = {
     registry,
     events: new Counter({
       name: 'intake_worker_events_total',
-      help: 'Track events handled by this worker: stored (now or before), retried (their batch attempt failed and will run again) or failed (refused for their data, or attempts exhausted: in the dead-letter queue)',
+      help: 'Track events handled by this worker: stored (now or before), retried (their batch attempt failed and will run again) or failed (refused for their data, or attempts exhausted: in the dead-letter queue); dropped counts those an erasure or a suppression kept out (intake users), also counted as stored',
       labelNames: ['outcome'],
       registers,
     }),
@@ -91,11 +105,59 @@ export function createWorkerMetrics(deps: WorkerMetricsDeps): WorkerMetrics {
       registers,
     }),
     journeyTimers: new Counter({ name: 'intake_journey_timers_total', help: 'Journey delays and wait timeouts that fired', registers }),
+    storage: registerStorage(registry),
   };
   for (const outcome of EVENT_OUTCOMES) metrics.events.labels({ outcome }).inc(0);
   for (const outcome of BATCH_OUTCOMES) metrics.batches.labels({ outcome }).inc(0);
   for (const status of JOURNEY_MESSAGE_STATUSES) metrics.journeyMessages.labels({ status }).inc(0);
+  for (const outcome of MAINTENANCE_OUTCOMES) metrics.storage.rounds.labels({ outcome }).inc(0);
   return metrics;
+}
+
+/**
+ * What is stored, as of the last storage maintenance round (every STORAGE_MAINTENANCE_MS):
+ * absent until the first one. The oldest event's age is counted at scrape time from its
+ * received time.
+ */
+function registerStorage(registry: Registry): WorkerMetrics['storage'] {
+  const registers = [registry];
+  let figures: StorageFigures | null = null;
+  const partitions = new Gauge({ name: 'intake_events_partitions', help: 'Daily partitions of the events table', registers });
+  const ahead = new Gauge({
+    name: 'intake_events_partitions_ahead_days',
+    help: 'Whole days after today (UTC) whose events partition exists, without a gap: below 1, an event received tomorrow would find no partition made ahead',
+    registers,
+  });
+  const bytes = new Gauge({
+    name: 'intake_storage_bytes',
+    help: 'Bytes of each table on disk, with its indexes and TOAST (events: all its partitions)',
+    labelNames: ['table'],
+    registers,
+  });
+  new Gauge({
+    name: 'intake_events_oldest_age_seconds',
+    help: 'Seconds since the oldest stored event was received (what EVENTS_RETENTION_DAYS bounds); absent when no event is stored',
+    registers,
+    collect() {
+      this.reset();
+      if (figures?.oldestEventAt != null) this.set(Math.max(0, (Date.now() - figures.oldestEventAt) / 1000));
+    },
+  });
+  const rounds = new Counter({
+    name: 'intake_storage_maintenance_rounds_total',
+    help: 'Storage maintenance rounds of this worker: completed (whether this worker or another held the lock) or failed',
+    labelNames: ['outcome'],
+    registers,
+  });
+  return {
+    rounds,
+    set(next) {
+      figures = next;
+      partitions.set(next.partitions);
+      ahead.set(next.partitionsAheadDays);
+      for (const [table, n] of Object.entries(next.bytes)) bytes.set({ table }, n);
+    },
+  };
 }
 
 /**
@@ -122,12 +184,12 @@ function registerOldestEventAge(registry: Registry, oldestQueuedReceipt: () => P
 }
 
 /**
- * GET /metrics, GET /healthz (process up) and GET /readyz (PostgreSQL and Redis answer) on their own port. A taken port is not a reason to stop
- * persisting events: the worker logs it and runs without.
+ * GET /metrics, GET /healthz (process up) and GET /readyz (PostgreSQL and Redis answer, Redis is not full) on their own port. A taken port
+ * is not a reason to stop persisting events: the worker logs it and runs without.
  */
 export async function serveWorkerMetrics(
   registry: Registry,
-  options: { port: number; host: string; log: Logger; ready: () => Promise<{ postgres: boolean; redis: boolean }> },
+  options: { port: number; host: string; log: Logger; ready: () => Promise<Readiness> },
 ): Promise<{ port: number | null; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
     if (req.method === 'GET' && req.url === '/metrics') {
@@ -138,11 +200,8 @@ export async function serveWorkerMetrics(
     } else if (req.method === 'GET' && req.url === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
     } else if (req.method === 'GET' && req.url === '/readyz') {
-      void options.ready().then(({ postgres, redis }) => {
-        const ready = postgres && redis;
-        res
-          .writeHead(ready ? 200 : 503, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ status: ready ? 'ready' : 'unavailable', postgres, redis }));
+      void options.ready().then(({ ready, body }) => {
+        res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       });
     } else {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found');

@@ -1,12 +1,14 @@
 // Moves Identify's service events from the PostgreSQL outbox to the service-events queue.
 // Woken by NOTIFY when a transaction with outbox rows commits, and by a timer as a fallback
-// (a NOTIFY is lost while the listening connection is down).
+// (a NOTIFY is lost while the listening connection is down). While Redis is full the rows wait
+// in the outbox: the room left above the high-water mark is for the workers to drain the queue.
 import pg from 'pg';
 import type { Queue } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
 import type { ServiceEventJob } from '../common/queues.ts';
+import type { RedisMemory } from '../common/redis-memory.ts';
 import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow } from '../common/store/outbox.ts';
 import { startPollLoop } from '../common/poll-loop.ts';
 import { withTimeout } from '../common/with-timeout.ts';
@@ -28,8 +30,8 @@ export function toServiceEventJob(row: OutboxRow): { name: string; data: Service
   };
 }
 
-export function startOutboxRelay(deps: { config: Config; db: Db; queue: Queue<ServiceEventJob>; log: Logger }): OutboxRelay {
-  const { config, db, queue, log } = deps;
+export function startOutboxRelay(deps: { config: Config; db: Db; queue: Queue<ServiceEventJob>; memory: Pick<RedisMemory, 'full'>; log: Logger }): OutboxRelay {
+  const { config, db, queue, memory, log } = deps;
   let stopped = false;
   let listener: pg.Client | null = null;
   let retry: NodeJS.Timeout | undefined;
@@ -64,6 +66,7 @@ export function startOutboxRelay(deps: { config: Config; db: Db; queue: Queue<Se
 
   const loop = startPollLoop({
     round: async () => {
+      if (memory.full()) return false;
       const moved = await relayOutbox(db, BATCH, deliver);
       if (moved) log.debug({ moved }, 'outbox relayed');
       return moved === BATCH;

@@ -2,13 +2,16 @@
 // processed at the same moment go to PostgreSQL in one set-based INSERT, then through the
 // journey engine as a batch, and each job completes only after both are committed. A repeat
 // (redelivery after a crash, a stalled job run twice, a duplicate anywhere) stores nothing:
-// the events table's unique key decides.
+// the messageId's row in event_ids decides.
 import type { Db } from '../common/db.ts';
-import { dbErrorMessage, isDataError } from '../common/db.ts';
+import { dbErrorMessage, poolOf, splitOnRefusal } from '../common/db.ts';
 import { journeyEligibility } from '../common/domain/journey-limits.ts';
 import { createMicroBatch } from '../common/micro-batch.ts';
 import type { QueuedEvent } from '../common/queues.ts';
-import { insertEventsOnce, type EventRow, type EventStatus } from '../common/store/events.ts';
+import type { ErasureGuard } from '../common/store/erasure.ts';
+import { insertEventsOnce, isMissingPartition, type EventRow, type EventStatus } from '../common/store/events.ts';
+import { createEventPartitions } from '../common/store/storage.ts';
+import { utcDay } from '../common/domain/partition-plan.ts';
 import type { TrackEvent } from '../common/validation/track.ts';
 import type { JourneyEngine } from './journeys.ts';
 
@@ -47,7 +50,7 @@ export function toEventRow(queued: QueuedEvent, status: EventStatus = 'processed
 export async function persistEvent(db: Db, queued: QueuedEvent, status: EventStatus = 'processed', error: string | null = null): Promise<boolean> {
   const row = toEventRow(queued, status, error);
   if (!row) throw new Error(NOT_JSON);
-  return (await insertEventsOnce(db, [row])) === 1;
+  return (await insertWithPartitions(db, [row])) === 1;
 }
 
 interface JobRows {
@@ -66,34 +69,56 @@ interface JobRows {
 export function createEventPersister(
   db: Db,
   journeys: Pick<JourneyEngine, 'handleEvents'>,
-  options: { maxRows: number; waitMs: number; onStatement?: (rows: number) => void },
+  options: {
+    maxRows: number;
+    waitMs: number;
+    onStatement?: (rows: number) => void;
+    /** Holds the erasure lock while a batch is stored, and drops erased and suppressed users' events (common/store/erasure.ts). */
+    guard: ErasureGuard;
+    /** Events an erasure or a suppression dropped (stored nowhere). */
+    onDropped?: (rows: EventRow[]) => void;
+  },
 ) {
   const batch = createMicroBatch<JobRows>(
-    async (jobs) => {
-      const rows = jobs.flatMap((j) => j.rows);
-      options.onStatement?.(rows.length);
-      const outcomes = await storeIsolating(db, rows);
-      const handled = await journeys.handleEvents(rows.filter((_, k) => outcomes[k] === null));
-      let k = 0;
-      let h = 0;
-      const failedRows: EventRow[] = [];
-      const results = jobs.map((job) => {
-        let journeyError: Error | null = null;
-        job.rows.forEach((row, i) => {
-          const refusal = outcomes[k++];
-          if (refusal) {
-            const error = dbErrorMessage(refusal);
-            job.refused.push({ event: job.sources[i], error });
-            failedRows.push({ ...row, status: 'failed', error });
-          } else journeyError ??= handled[h++];
-        });
-        return journeyError;
-      });
-      await recordFailed(db, failedRows);
-      return results;
-    },
+    (jobs) =>
+      // Erased and suppressed users' events leave the batch here, under the lock an erasure waits for.
+      options.guard.hold(
+        jobs.flatMap((j) => j.rows),
+        async ({ dropped }) => {
+          if (dropped.length) {
+            const gone = new Set(dropped.map((d) => d.row));
+            for (const job of jobs) keepOnly(job, (row) => !gone.has(row));
+            options.onDropped?.(dropped.map((d) => d.row));
+          }
+          return store(jobs);
+        },
+      ),
     { maxBatch: Infinity, waitMs: options.waitMs, weight: (j) => j.rows.length, maxWeight: options.maxRows },
   );
+
+  async function store(jobs: JobRows[]) {
+    const rows = jobs.flatMap((j) => j.rows);
+    options.onStatement?.(rows.length);
+    const outcomes = await storeIsolating(db, rows);
+    const handled = await journeys.handleEvents(rows.filter((_, k) => outcomes[k] === null));
+    let k = 0;
+    let h = 0;
+    const failedRows: EventRow[] = [];
+    const results = jobs.map((job) => {
+      let journeyError: Error | null = null;
+      job.rows.forEach((row, i) => {
+        const refusal = outcomes[k++];
+        if (refusal) {
+          const error = dbErrorMessage(refusal);
+          job.refused.push({ event: job.sources[i], error });
+          failedRows.push({ ...row, status: 'failed', error });
+        } else journeyError ??= handled[h++];
+      });
+      return journeyError;
+    });
+    await recordFailed(db, failedRows);
+    return results;
+  }
 
   return async function persist(events: readonly QueuedEvent[]): Promise<Refused[]> {
     const job: JobRows = { rows: [], sources: [], refused: [] };
@@ -109,30 +134,46 @@ export function createEventPersister(
   };
 }
 
+/** Drops a job's rows (and their events) that `keep` refuses. */
+function keepOnly(job: JobRows, keep: (row: EventRow) => boolean): void {
+  const rows: EventRow[] = [];
+  const sources: QueuedEvent[] = [];
+  job.rows.forEach((row, i) => {
+    if (keep(row)) (rows.push(row), sources.push(job.sources[i]));
+  });
+  job.rows = rows;
+  job.sources = sources;
+}
+
 /**
- * One outcome per row: null when stored (now or before), else PostgreSQL's refusal. The whole
- * set goes in one statement; when PostgreSQL refuses it for its data, the set is halved until
- * each refused row stands alone, so one bad event costs about 2·log2(n) statements and fails
- * alone. Any other failure (PostgreSQL away, a timeout, a deadlock) fails the whole call.
+ * One outcome per row: null when stored (now or before), else PostgreSQL's refusal of it (the
+ * set goes in one statement, split on a refusal: db.ts). Any other failure (PostgreSQL away, a
+ * timeout, a deadlock) fails the whole call.
  */
-export async function storeIsolating(db: Db, rows: EventRow[]): Promise<(Error | null)[]> {
-  if (!rows.length) return [];
+export function storeIsolating(db: Db, rows: EventRow[]): Promise<(Error | null)[]> {
+  return splitOnRefusal(rows, async (part) => (await insertWithPartitions(db, part), part.map(() => null)));
+}
+
+/**
+ * insertEventsOnce, and when no partition holds a row's received time (the maintenance has not
+ * made it ahead: a worker down for days, an event queued long ago, a clock far off), the
+ * partitions of the rows' days are made and the statement runs again, once. Never a refusal
+ * of the event for its data: the day it needs simply did not exist yet.
+ */
+async function insertWithPartitions(db: Db, rows: EventRow[]): Promise<number> {
   try {
-    await insertEventsOnce(db, rows);
-    return rows.map(() => null);
+    return await insertEventsOnce(db, rows);
   } catch (err) {
-    if (!isDataError(err)) throw err;
-    if (rows.length === 1) return [err as Error];
+    if (!isMissingPartition(err)) throw err;
+    // The days of the rows only, not every day between them: one row's clock far off costs one partition.
+    await createEventPartitions(poolOf(db), [...new Set(rows.map((r) => utcDay(r.receivedAt)))]);
+    return insertEventsOnce(db, rows);
   }
-  const half = rows.length >> 1;
-  const first = await storeIsolating(db, rows.slice(0, half));
-  const second = await storeIsolating(db, rows.slice(half));
-  return [...first, ...second];
 }
 
 /** Best effort, one row at a time: PostgreSQL may refuse a row even as `failed` (the dead-letter job keeps the event either way). */
 async function recordFailed(db: Db, rows: EventRow[]): Promise<void> {
-  for (const row of rows) await insertEventsOnce(db, [row]).catch(() => {});
+  for (const row of rows) await insertWithPartitions(db, [row]).catch(() => {});
 }
 
 /**

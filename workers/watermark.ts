@@ -10,11 +10,24 @@ import type { Queue } from 'bullmq';
 import type { Redis } from '../common/redis.ts';
 
 /**
- * The receipt time (epoch ms) of the oldest event waiting in the events queue or being stored
+ * The receipt time (epoch ms) of the oldest event waiting in the events queue (any partition) or being stored
  * by a worker, or null when there is none. The journey watermark holds back to it; the worker's
  * `intake_queue_oldest_event_age_seconds` reports its age.
+ *
+ * BullMQ's public Job.timestamp is read from the job hash's `timestamp` field; reading that
+ * field alone is this module's one reliance on BullMQ's layout (a batch job's data can be 4 MiB,
+ * which getJob would fetch), pinned by test/workers/watermark.test.ts against getJob.
  */
-export async function oldestQueuedReceipt(queue: Pick<Queue, 'getRanges' | 'client' | 'toKey'>): Promise<number | null> {
+export async function oldestQueuedReceipt(
+  partitions: Pick<Queue, 'getRanges' | 'client' | 'toKey'> | Pick<Queue, 'getRanges' | 'client' | 'toKey'>[],
+): Promise<number | null> {
+  // Every partition: the oldest event still queued in any of them holds the watermark.
+  if (Array.isArray(partitions)) {
+    const each = await Promise.all(partitions.map((queue) => oldestQueuedReceipt(queue)));
+    const known = each.filter((t): t is number => t !== null);
+    return known.length ? Math.min(...known) : null;
+  }
+  const queue = partitions;
   const [oldestWaiting] = await queue.getRanges(['wait'], 0, 0, true);
   const active = await queue.getRanges(['active'], 0, -1);
   const ids = [...new Set([oldestWaiting, ...active].filter((id): id is string => Boolean(id)))];
@@ -32,7 +45,7 @@ export async function oldestQueuedReceipt(queue: Pick<Queue, 'getRanges' | 'clie
   return oldest === Infinity ? null : oldest;
 }
 
-export function createWatermark(queue: Queue, graceMs: number): { watermark(): Promise<number>; horizon(): number } {
+export function createWatermark(queue: Queue | Queue[], graceMs: number): { watermark(): Promise<number>; horizon(): number } {
   const horizon = () => Date.now() - graceMs;
   return {
     horizon,

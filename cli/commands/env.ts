@@ -34,6 +34,6 @@ export async function envRemove(deps: OperatorDeps, argv: string[]) {
   const { env } = await findEnvironment(deps.db, orgSlug, pathValue);
   if (env.isProduction) throw new OperatorError('Production cannot be removed');
   if (!env.removedAt) await deps.db.environment.update({ where: { id: env.id }, data: { removedAt: new Date() } });
-  await deps.invalidateAuthCaches();
+  await deps.invalidateAuthCaches({ done: `environment ${pathValue} removed`, stale: 'accept its requests' });
   return { org: orgSlug, pathValue, removed: true };
 }

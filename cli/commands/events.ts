@@ -3,7 +3,8 @@ import type { JobType, Queue } from 'bullmq';
 import { jobIdFor } from '../../common/queue-keys.ts';
 import type { EventBatchJob, QueuedEvent } from '../../common/queues.ts';
 import type { TrackEvent } from '../../common/validation/track.ts';
-import { eventNames, findEvent, findFailedEvent } from '../../common/store/events.ts';
+import { retryFailedEvent } from '../../common/dead-letter-retry.ts';
+import { eventNames, findEvent } from '../../common/store/events.ts';
 import { journeyActivity } from '../../common/store/journeys.ts';
 import { readArgs } from '../args.ts';
 import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
@@ -60,7 +61,7 @@ async function deadLettered(deps: OperatorDeps, environmentId: string, messageId
 /** Batch jobs still to run (or failed for good), scanned in pages: an operator's look-up, O(queue). */
 async function inQueuedBatch(deps: OperatorDeps, environmentId: string, messageId: string): Promise<Found | null> {
   for (const state of ['active', 'waiting', 'prioritized', 'delayed', 'failed'] as const) {
-    for await (const event of queuedEvents(deps.eventsQueue(), [state])) {
+    for await (const event of queuedEvents(deps.eventsQueues(), [state])) {
       if (event.environmentId === environmentId && event.messageId === messageId) {
         return state === 'failed' ? { event, state, error: 'its batch failed for good' } : { event, state: 'pending' };
       }
@@ -71,12 +72,14 @@ async function inQueuedBatch(deps: OperatorDeps, environmentId: string, messageI
 
 const PAGE = 50;
 
-/** Every event of the batch jobs in `states`, job by job (pages of PAGE jobs). */
-async function* queuedEvents(queue: Queue<EventBatchJob>, states: JobType[]): AsyncGenerator<QueuedEvent> {
-  for (let start = 0; ; start += PAGE) {
-    const jobs = await queue.getJobs(states, start, start + PAGE - 1);
-    for (const job of jobs) if (Array.isArray(job?.data?.events)) yield* job.data.events;
-    if (jobs.length < PAGE) return;
+/** Every event of the batch jobs in `states` of every partition, job by job (pages of PAGE jobs). */
+async function* queuedEvents(queues: Queue<EventBatchJob>[], states: JobType[]): AsyncGenerator<QueuedEvent> {
+  for (const queue of queues) {
+    for (let start = 0; ; start += PAGE) {
+      const jobs = await queue.getJobs(states, start, start + PAGE - 1);
+      for (const job of jobs) if (Array.isArray(job?.data?.events)) yield* job.data.events;
+      if (jobs.length < PAGE) break;
+    }
   }
 }
 
@@ -90,19 +93,9 @@ export async function eventsRetry(deps: OperatorDeps, argv: string[]) {
     values,
   } = readArgs(argv, 'events retry');
   const { env } = await findEnvironment(deps.db, orgSlug, values.env);
-  const queue = deps.deadLetterQueue();
-  const job = await queue.getJob(jobIdFor(env.id, messageId));
-  const state = job ? await job.getState() : null;
-  if (job && state === 'failed') {
-    await job.retry('failed');
-    return { messageId, status: 'retrying' };
+  if ((await retryFailedEvent(deps.deadLetterQueue(), deps.db, env.id, messageId)) === 'not-failed') {
+    throw new OperatorError(`event ${JSON.stringify(messageId)} in ${env.pathValue} has not failed`);
   }
-  if (job && state !== 'completed') return { messageId, status: 'retrying' };
-  const failed = await findFailedEvent(deps.db, env.id, messageId);
-  if (!failed) throw new OperatorError(`event ${JSON.stringify(messageId)} in ${env.pathValue} has not failed`);
-  // A completed dead-letter job of an earlier retry would keep the id taken.
-  if (job) await job.remove();
-  await queue.add('track', { event: failed, error: null }, { jobId: jobIdFor(env.id, messageId) });
   return { messageId, status: 'retrying' };
 }
 
@@ -142,7 +135,7 @@ export async function eventsActivity(deps: OperatorDeps, argv: string[]) {
   const used = new Set(names);
   const stored = new Set(items.map((i) => i.messageId));
   const pending = [];
-  for await (const queued of queuedEvents(deps.eventsQueue(), ['active', 'waiting', 'prioritized', 'delayed'])) {
+  for await (const queued of queuedEvents(deps.eventsQueues(), ['active', 'waiting', 'prioritized', 'delayed'])) {
     if (pending.length >= limit) break;
     if (queued.environmentId !== env.id || stored.has(queued.messageId)) continue;
     const event = parsePayload(queued.payload) as { event?: unknown; userId?: unknown; anonymousId?: unknown };

@@ -1,6 +1,6 @@
 // intake import <org-slug> --file customers.ndjson: a profile backfill through the public
 // Identify API with @intake/client (retries, keep-alive), for the operator or any caller with a key.
-import type { Config } from '../../common/config.ts';
+import { gatewayUrl, type Config } from '../../common/config.ts';
 import { createDb } from '../../common/db.ts';
 import { createClient } from '../../clients/typescript/src/index.ts';
 import { readArgs, UsageError } from '../args.ts';
@@ -15,7 +15,7 @@ export const TRACK_REFUSED = `import sends Identify calls only and never replays
 /** The contract's suggested concurrency for a profile backfill: 10 or fewer (the usage table's default). */
 export const DEFAULT_CONCURRENCY = COMMANDS.import.options.concurrency.whole.default;
 
-export async function importCommand(config: Config, argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<ImportSummary> {
+export async function importCommand(config: Config, argv: string[]): Promise<ImportSummary> {
   if (argv.some((a) => a === '--track' || a.startsWith('--track='))) throw new UsageError(TRACK_REFUSED, 'import');
   const {
     positionals: [orgSlug],
@@ -24,14 +24,14 @@ export async function importCommand(config: Config, argv: string[], env: NodeJS.
     usageError,
   } = readArgs(argv, 'import');
   const file = values.file!; // required by the table
-  const apiKey = values.key ?? env.INTAKE_API_KEY;
+  const apiKey = values.key ?? config.intakeApiKey;
   if (!apiKey) throw usageError('an API key is required: --key <key> or INTAKE_API_KEY');
   if (concurrency > DEFAULT_CONCURRENCY) console.error(`warning: the API contract suggests ${DEFAULT_CONCURRENCY} or fewer concurrent requests for a backfill`);
   if (values['env-key'] !== undefined && values.env === undefined) throw usageError('--env-key goes with --env <path-value>');
 
   let retries = 0;
   const client = createClient({
-    baseUrl: values.url ?? 'http://127.0.0.1:3000',
+    baseUrl: values.url ?? gatewayUrl(config),
     orgSlug: values.env ?? orgSlug,
     apiKey,
     environment: values.env === undefined ? undefined : (values['env-key'] ?? (await environmentKey(config, orgSlug, values.env))),

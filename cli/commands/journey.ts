@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { FEATURE, hasFeature } from '../../common/domain/features.ts';
 import { parseJourneyDefinition } from '../../common/domain/journey-definition.ts';
 import { listRuns } from '../../common/store/journey-runs.ts';
 import { createJourney, findJourney, journeyStats, listJourneys, publishJourney } from '../../common/store/journeys.ts';
@@ -27,9 +28,9 @@ export async function journeyCreate(deps: OperatorDeps, argv: string[]) {
   const parsed = parseJourneyDefinition(input);
   if (!parsed.ok) throw new OperatorError(`invalid journey: ${parsed.errors.join('; ')}`);
   const { org, env } = await findLiveEnvironment(deps.db, orgSlug, values.env);
-  if ('attributeChanged' in parsed.value.entry && !org.features.includes('attribute-trigger')) {
+  if ('attributeChanged' in parsed.value.entry && !hasFeature(org.features, FEATURE.attributeTrigger)) {
     // Created all the same: the feature is checked when a trait changes, so it can be turned on later.
-    console.error(`warning: ${org.slug} does not have the attribute-trigger feature; this journey starts no run until it has`);
+    console.error(`warning: ${org.slug} does not have the ${FEATURE.attributeTrigger} feature; this journey starts no run until it has`);
   }
   return createJourney(deps.db, env.id, parsed.value);
 }

@@ -13,9 +13,9 @@ export async function keyCreate(deps: OperatorDeps, argv: string[]) {
   } = readArgs(argv, 'key create');
   const { env } = await findLiveEnvironment(deps.db, orgSlug, values.env);
   const key = generateApiKey();
+  // Gateways are not told: a miss cached for this hash would need someone to have sent the key
+  // before it existed, and it has 238 random bits (docs/decisions.md).
   await deps.db.apiKey.create({ data: { environmentId: env.id, hash: hashApiKey(key), suffix: keySuffix(key) } });
-  // Gateways may have cached a miss for this hash (someone guessing); drop it.
-  await deps.invalidateAuthCaches();
   return { key, suffix: keySuffix(key), status: 'active', environment: env.pathValue };
 }
 
@@ -34,7 +34,11 @@ export async function keyList(deps: OperatorDeps, argv: string[]) {
   return keys.map((k) => ({ suffix: k.suffix, status: status(k), environment: env.pathValue, createdAt: k.createdAt.getTime() }));
 }
 
-/** key revoke <org-slug> <suffix> [--env <path-value>]: 401 on every gateway from the moment this returns. */
+/**
+ * key revoke <org-slug> <suffix> [--env <path-value>]: 401 on every gateway from the moment this
+ * succeeds; when the gateways could not all be told, it fails saying so (and a second run, once
+ * they can, tells them).
+ */
 export async function keyRevoke(deps: OperatorDeps, argv: string[]) {
   const {
     positionals: [orgSlug, suffix],
@@ -44,6 +48,6 @@ export async function keyRevoke(deps: OperatorDeps, argv: string[]) {
   const keys = await deps.db.apiKey.findMany({ where: { environmentId: env.id, suffix } });
   if (!keys.length) throw new OperatorError(`no key ending in ${suffix} in ${env.pathValue}`);
   await deps.db.apiKey.updateMany({ where: { environmentId: env.id, suffix, status: 'active' }, data: { status: 'revoked', revokedAt: new Date() } });
-  await deps.invalidateAuthCaches();
+  await deps.invalidateAuthCaches({ done: `key ${suffix} revoked`, stale: 'accept the key' });
   return { suffix, status: 'revoked' };
 }

@@ -1,9 +1,9 @@
 import { isValidOrgSlug } from '../../common/domain/org-slug.ts';
 import { PRODUCTION_KEY } from '../../common/domain/environment-header.ts';
+import { FEATURES } from '../../common/domain/features.ts';
 import { readArgs } from '../args.ts';
 import { OperatorError, type OperatorDeps } from '../operator.ts';
 
-export const FEATURES = ['join-by-email', 'attribute-trigger'] as const;
 
 function parseFeatures(raw: string | undefined, usageError: (message: string) => Error): string[] {
   const list = (raw ?? '')
@@ -49,7 +49,7 @@ export async function orgFeatures(deps: OperatorDeps, argv: string[]) {
     throw err;
   });
   // Gateways cache features with the key lookup.
-  await deps.invalidateAuthCaches();
+  await deps.invalidateAuthCaches({ done: `features of ${slug} set`, stale: 'apply the ones it had' });
   return { slug: org.slug, features: org.features };
 }
 

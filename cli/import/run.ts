@@ -3,10 +3,9 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { IntakeApiError, type IdentifyInput, type IntakeClient } from '../../clients/typescript/src/index.ts';
 import { DoneLines, INVALID_LINES_LISTED, newCheckpoint, readCheckpoint, writeCheckpoint, type CheckpointData, type Counts } from './checkpoint.ts';
-import { lineMessageId, parseLine } from './lines.ts';
+import { byteLines, decodeLine, lineMessageId, parseLine } from './lines.ts';
 import { startProgress, type ProgressOutput } from './progress.ts';
 
 export class ImportStopped extends Error {}
@@ -111,12 +110,12 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
   const inFlight = new Set<Promise<void>>();
   try {
     let lineNumber = 0;
-    const reader = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
-    for await (const text of reader) {
+    for await (const bytes of byteLines(createReadStream(file))) {
       lineNumber++;
       if (stop) break;
       if (done.has(lineNumber)) continue;
-      const parsed = parseLine(text);
+      const decoded = decodeLine(bytes);
+      const parsed = parseLine(decoded);
       if (parsed.kind === 'blank') {
         checkpoint.counts.blank++;
         done.add(lineNumber);
@@ -125,10 +124,12 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
       if (parsed.kind === 'invalid') {
         checkpoint.counts.invalid++;
         if (checkpoint.invalidLines.length < INVALID_LINES_LISTED) checkpoint.invalidLines.push({ line: lineNumber, reason: parsed.reason });
-        record(lineNumber, { error: parsed.reason, text });
+        // A line that is not UTF-8 has no text to show: its bytes go to the failed-lines file as base64.
+        record(lineNumber, decoded === null ? { error: parsed.reason, base64: bytes.toString('base64') } : { error: parsed.reason, text: decoded });
         done.add(lineNumber);
         continue;
       }
+      const text = decoded as string;
       const own = parsed.record.messageId;
       const input = {
         ...parsed.record,
@@ -141,7 +142,6 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
       const task = send(lineNumber, text, input).finally(() => inFlight.delete(task));
       inFlight.add(task);
     }
-    reader.close();
     await Promise.all(inFlight);
   } finally {
     clearInterval(saver);

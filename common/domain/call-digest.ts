@@ -2,7 +2,7 @@
 // traits (object key order aside) is a duplicate retry, with anything different a conflict
 // (409). What the first call was is kept as a 64-bit digest of those three parts
 // (identify_messages.call_digest), not as the parts themselves: a claim row is then a third of
-// the size, and so is the write-ahead log it costs every call (README, Performance). Two calls
+// the size, and so is the write-ahead log it costs every call (docs/performance.md). Two calls
 // are the same exactly when their digests are equal, unless SHA-256's first 64 bits collide
 // for two calls under one messageId of one environment.
 import { hash } from 'node:crypto';
@@ -13,6 +13,11 @@ export function callDigest(userId: string, timestampMs: number | null, traits: u
   // and escapes an unpaired surrogate, which UTF-8 could not hash apart from U+FFFD.
   const text = `${JSON.stringify(userId)}\n${timestampMs ?? '-'}\n${canonicalJson(traits)}`;
   return (hash('sha256', text, 'buffer') as Buffer).readBigInt64BE(0).toString();
+}
+
+/** A messageId's later call weighed against its first: the same call again, or a conflict (409). */
+export function repeatVerdict(firstDigest: string, digest: string): 'duplicate' | 'conflict' {
+  return firstDigest === digest ? 'duplicate' : 'conflict';
 }
 
 class Token {

@@ -1,6 +1,9 @@
 // Consent resolution per address and channel/purpose (spec: "Consent resolution").
 // Pure: the store loads the current decision and the address history, these rules decide.
 import type { ConsentDecisionInput } from '../validation/identify.ts';
+import { isTooFarAhead } from './future-bound.ts';
+import { DAY_MS } from './partition-plan.ts';
+import { fromPgText } from './pg-text.ts';
 
 export type Channel = ConsentDecisionInput['channel'];
 export type Purpose = ConsentDecisionInput['purpose'];
@@ -18,14 +21,12 @@ export interface Decision {
   expiresAt: number | null;
 }
 
-export const FUTURE_TOLERANCE_MS = 5 * 60_000;
-
 /**
  * The decision as it will be weighed. `callTime` is the call's `timestamp`, else its receipt
  * time; a `consentedAt` more than 5 minutes ahead of `now` is replaced by it.
  */
 export function toDecision(input: ConsentDecisionInput, callTime: number, now: number): Decision {
-  const decidedAt = input.consentedAt !== null && input.consentedAt <= now + FUTURE_TOLERANCE_MS ? clampTime(input.consentedAt) : callTime;
+  const decidedAt = input.consentedAt !== null && !isTooFarAhead(input.consentedAt, now) ? clampTime(input.consentedAt) : callTime;
   return {
     channel: input.channel,
     purpose: input.purpose,
@@ -35,6 +36,29 @@ export function toDecision(input: ConsentDecisionInput, callTime: number, now: n
     proofRef: input.proofRef,
     decidedAt,
     expiresAt: expiryOf(input.status, input.basis, decidedAt, input.expiresAt === null ? null : clampTime(input.expiresAt)),
+  };
+}
+
+/** A consent_decisions row (its texts as stored, its int8 times as bigints or text) as a Decision. */
+export function storedDecision(row: {
+  channel: string;
+  purpose: string;
+  status: string;
+  basis: string | null;
+  source: string;
+  proofRef: string | null;
+  decidedAt: bigint | string;
+  expiresAt: bigint | string | null;
+}): Decision {
+  return {
+    channel: row.channel as Channel,
+    purpose: row.purpose as Purpose,
+    status: row.status as ConsentStatus,
+    basis: row.basis,
+    source: fromPgText(row.source),
+    proofRef: row.proofRef === null ? null : fromPgText(row.proofRef),
+    decidedAt: Number(row.decidedAt),
+    expiresAt: row.expiresAt === null ? null : Number(row.expiresAt),
   };
 }
 
@@ -79,6 +103,11 @@ export function supersedes(incoming: Decision, existing: Decision | null): boole
   return TIE_RANK[incoming.status] > TIE_RANK[existing.status];
 }
 
+/** Whether a stored decision's replacement changes the subscription (a `subscription_changed` service event). */
+export function changesSubscription(incoming: Decision, existing: Decision | null): boolean {
+  return !existing || existing.status !== incoming.status || existing.expiresAt !== incoming.expiresAt;
+}
+
 /** Granted and not lapsed: the only state in which a message may be sent. */
 export function isGrantedAt(d: Decision | null, now: number): boolean {
   return d !== null && d.status === 'granted' && (d.expiresAt === null || d.expiresAt > now);
@@ -103,10 +132,6 @@ export interface AddressClaim {
 }
 
 /**
- * The address as of `time`: the claim with the latest time at or before it (on equal times
- * the later arrival, i.e. the later entry). Claims are in arrival order.
- */
-/**
  * Whether a new claim of `value` at `at` adds nothing to an address history whose latest claim
  * (latest time, then latest arrival) is `latest`: from `at` on, addressAsOf finds `value` with
  * it or without it, and before `at` it is not considered. Such a claim is not stored.
@@ -116,13 +141,49 @@ export function claimAddsNothing(latest: AddressClaim | undefined, value: string
 }
 
 /** Of two claims of one history, the one addressAsOf would rather take (later time, then later arrival). */
-export function laterClaim<C extends AddressClaim & { order: number }>(a: C | undefined, b: C | undefined): C | undefined {
+export function laterClaim<C extends { at: number; order: number }>(a: C | undefined, b: C | undefined): C | undefined {
   if (!a || !b) return a ?? b;
   return b.at > a.at || (b.at === a.at && b.order > a.order) ? b : a;
 }
 
-export function addressAsOf(channel: Channel, claims: AddressClaim[], time: number): string | null {
+/**
+ * The address as of `time`: the claim with the latest time at or before it (on equal times
+ * the later arrival, i.e. the later entry). Claims are in arrival order. `from`: the earliest
+ * time the kept history answers for (addressHistoryFrom); a time before it finds no address,
+ * whether or not the claims it would have read were removed yet.
+ */
+export function addressAsOf(channel: Channel, claims: AddressClaim[], time: number, from: number | null = null): string | null {
+  if (from !== null && time < from) return null;
   let best: AddressClaim | null = null;
   for (const c of claims) if (c.at <= time && (best === null || c.at >= best.at)) best = c;
   return best === null ? null : normalizeAddress(channel, best.value);
+}
+
+/** The earliest decision time the address history answers for with ADDRESS_HISTORY_DAYS `days` (null: forever, any time). */
+export function addressHistoryFrom(now: number, days: number | null): number | null {
+  return days === null ? null : now - days * DAY_MS;
+}
+
+/**
+ * How far behind the gateways' bound the worker removes: a gateway whose clock is behind the
+ * worker's, or a batch that read its history just before, still finds every claim it reads.
+ */
+export const HISTORY_REMOVAL_MARGIN_MS = 3_600_000;
+
+/** The horizon the storage maintenance removes claims by (null: it removes none). */
+export function historyRemovalHorizon(now: number, days: number | null): number | null {
+  const from = addressHistoryFrom(now, days);
+  return from === null ? null : from - HISTORY_REMOVAL_MARGIN_MS;
+}
+
+/**
+ * The claims of a profile's history no decision at or after `horizon` reads: per channel, every
+ * claim at or before it except the one addressAsOf picks at the horizon (latest time, then
+ * latest arrival). For any time from the horizon on, that one answers instead of them.
+ * storage.ts's removal is this rule in SQL (ordered by at, id).
+ */
+export function removableClaims<C extends { channel: Channel; at: number; order: number }>(claims: readonly C[], horizon: number): C[] {
+  const kept = new Map<Channel, C>();
+  for (const c of claims) if (c.at <= horizon) kept.set(c.channel, laterClaim(kept.get(c.channel), c)!);
+  return claims.filter((c) => c.at <= horizon && kept.get(c.channel) !== c);
 }

@@ -11,6 +11,9 @@ export function hashStored(stored: string): Buffer<ArrayBuffer> {
   return hash('sha256', stored, 'buffer') as Buffer<ArrayBuffer>;
 }
 
+/** hashStored as hex, as the statements pass a key (decode(…, 'hex')). */
+export const storedHashHex = (stored: string): string => hashStored(stored).toString('hex');
+
 /** The 32-byte key of a caller's value (escaped first, exactly as its column stores it). */
 export function identityHash(value: string): Buffer<ArrayBuffer> {
   return hashStored(toPgText(value));

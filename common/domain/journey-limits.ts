@@ -1,5 +1,6 @@
 // Journey size limits (spec, Limits): an event outside them is still stored and
 // counted, but the worker lets it drive no journey.
+import { hasId } from './ids.ts';
 import { isJsonContainer, resolveJsonValue } from './json-text.ts';
 
 export const JOURNEY_LIMIT_BYTES = 131_072; // 128 KB for properties and IDs
@@ -13,7 +14,6 @@ const TOO_DEEP: JourneyLimits = { within: false, reason: 'too_deep' };
 const NULL_CHARACTER: JourneyLimits = { within: false, reason: 'null_character' };
 
 const NULL_CHAR = '\u0000';
-const NON_WHITESPACE_RE = /\S/;
 
 type Frame =
   | { array: true; value: unknown[]; index: number; depth: number }
@@ -101,7 +101,7 @@ function pushContainer(stack: Frame[], value: object, depth: number): void {
 
 // Journeys look people up by userId; anonymous-only events never drive them.
 export function mayDriveJourneys(e: { userId: string | null }, limits: JourneyLimits): boolean {
-  return limits.within && e.userId !== null && NON_WHITESPACE_RE.test(e.userId);
+  return limits.within && hasId(e.userId);
 }
 
 /** What the events table records of an event for journeys (worker) and `events get` shows of a queued one. */

@@ -1,4 +1,5 @@
-import type { Db } from '../db.ts';
+import { dbErrorMessage, poolOf, type Db } from '../db.ts';
+import { pgArrayLiteral } from '../pg-array.ts';
 import { hashStored } from '../domain/identity-hash.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
 
@@ -22,9 +23,13 @@ export interface EventRow {
 
 /**
  * One row per environment and messageId, many rows in one statement: a repeat (redelivery,
- * crash retry, second gateway, or twice in one batch) stores nothing. The one exception: a
- * row recorded as `failed` becomes `processed` when the event is delivered again and
- * succeeds (an operator retried it from the dead-letter queue). Returns how many rows it wrote.
+ * crash retry, second gateway, or twice in one batch) stores nothing. The identity is a row of
+ * event_ids, claimed in the same statement as the event is inserted (a partitioned table holds
+ * no unique index across its partitions): the event is inserted only where its claim was new,
+ * whichever day's partition the first copy landed in. The one exception: a row recorded as
+ * `failed` becomes `processed` when the event is delivered again and succeeds (an operator
+ * retried it from the dead-letter queue); that takes a second statement, only when a batch of
+ * `processed` rows met an earlier claim. Returns how many rows it wrote.
  * The only INSERT into events: every path (batches, their bisection, failures) goes through it.
  */
 export async function insertEventsOnce(db: Db, rows: EventRow[]): Promise<number> {
@@ -37,18 +42,63 @@ export async function insertEventsOnce(db: Db, rows: EventRow[]): Promise<number
   const col = <K extends keyof EventRow>(k: K) => list.map((r) => r[k]);
   const text = (values: (string | null)[]) => values.map((v) => (v === null ? null : toPgText(v)));
   const messageIds = text(col('messageId')) as string[];
-  return db.$executeRaw`
+  const hashes = messageIds.map(hashStored);
+  // The node-postgres pool, not Prisma: a batch is 14 arrays of up to WORKER_BATCH_MAX values,
+  // and Prisma's adapter would cost more client time than the statement's own work. Named, so
+  // each connection parses it once.
+  const values = [
+    col('environmentId'),
+    messageIds,
+    hashes,
+    text(col('event')),
+    text(col('userId')),
+    text(col('anonymousId')),
+    col('timestampMs'),
+    col('receivedAt'),
+    col('payload'),
+    col('status'),
+    col('withinLimits'),
+    col('limitReason'),
+    col('drivesJourneys'),
+    col('error'),
+  ].map((v) => pgArrayLiteral(v) ?? v);
+  const {
+    rows: [{ n }],
+  } = await poolOf(db).query<{ n: number }>({ name: 'intake-insert-events', text: INSERT_EVENTS, values });
+  if (n === list.length || !list.some((r) => r.status === 'processed')) return n;
+  const revive = list.filter((r) => r.status === 'processed');
+  const revived = await db.$executeRaw`
+    UPDATE events SET status = 'processed', error = NULL, processed_at = now()
+    FROM event_ids i, unnest(${revive.map((r) => r.environmentId)}::uuid[], ${revive.map((r) => hashStored(toPgText(r.messageId)))}::bytea[]) AS batch(e, h)
+    WHERE i.environment_id = batch.e AND i.message_hash = batch.h
+      AND events.environment_id = i.environment_id AND events.received_at = i.received_at AND events.message_hash = i.message_hash
+      AND events.status = 'failed'`;
+  return n + revived;
+}
+
+const INSERT_EVENTS = `
+  WITH batch AS MATERIALIZED (
+    SELECT e, m, h, n, u, a, t, to_timestamp(r / 1000.0)::timestamptz(3) AS r, p, s, w, l, d, x
+    FROM unnest($1::uuid[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::float8[], $9::text[], $10::text[],
+                $11::bool[], $12::text[], $13::bool[], $14::text[])
+         AS batch(e, m, h, n, u, a, t, r, p, s, w, l, d, x)
+  ), claimed AS (
+    INSERT INTO event_ids (environment_id, message_hash, received_at)
+    SELECT e, h, r FROM batch
+    ON CONFLICT DO NOTHING
+    RETURNING environment_id, message_hash
+  ), stored AS (
     INSERT INTO events (environment_id, message_id, message_hash, event, user_id, anonymous_id, "timestamp", received_at,
                         payload, status, within_limits, limit_reason, drives_journeys, error)
-    SELECT e, m, h, n, u, a, to_timestamp(t / 1000.0), to_timestamp(r / 1000.0), p, s, w, l, d, x
-    FROM unnest(${col('environmentId')}::uuid[], ${messageIds}::text[], ${messageIds.map(hashStored)}::bytea[], ${text(col('event'))}::text[],
-                ${text(col('userId'))}::text[], ${text(col('anonymousId'))}::text[], ${col('timestampMs')}::float8[],
-                ${col('receivedAt')}::float8[], ${col('payload')}::text[], ${col('status')}::text[],
-                ${col('withinLimits')}::bool[], ${col('limitReason')}::text[], ${col('drivesJourneys')}::bool[], ${col('error')}::text[])
-         AS batch(e, m, h, n, u, a, t, r, p, s, w, l, d, x)
-    ON CONFLICT (environment_id, message_hash) DO UPDATE
-      SET status = EXCLUDED.status, error = NULL, processed_at = now()
-      WHERE events.status = 'failed' AND EXCLUDED.status = 'processed'`;
+    SELECT e, m, h, n, u, a, to_timestamp(t / 1000.0), r, p, s, w, l, d, x
+    FROM batch JOIN claimed ON claimed.environment_id = batch.e AND claimed.message_hash = batch.h
+    RETURNING 1
+  )
+  SELECT count(*)::int AS n FROM stored`;
+
+/** Whether PostgreSQL refused an insert because no partition of events holds the row's received_at (SQLSTATE 23514 with this text). */
+export function isMissingPartition(err: unknown): boolean {
+  return /no partition of relation "events" found for row/.test(dbErrorMessage(err));
 }
 
 export interface StoredEvent {
@@ -63,10 +113,16 @@ export interface StoredEvent {
   event: unknown;
 }
 
-/** The one lookup of a stored event by its key (the digest), the full messageId compared. */
+/**
+ * The one lookup of a stored event by its key (the digest), the full messageId compared: its
+ * identity row gives its received_at, which names its partition and leads its index.
+ */
 async function findRow(db: Db, environmentId: string, messageId: string) {
   const stored = toPgText(messageId);
-  const row = await db.event.findUnique({ where: { environmentId_messageHash: { environmentId, messageHash: hashStored(stored) } } });
+  const messageHash = hashStored(stored);
+  const identity = await db.eventId.findUnique({ where: { environmentId_messageHash: { environmentId, messageHash } } });
+  if (!identity) return null;
+  const row = await db.event.findFirst({ where: { environmentId, receivedAt: identity.receivedAt, messageHash } });
   return row && row.messageId === stored ? row : null;
 }
 
@@ -108,4 +164,65 @@ export async function eventNames(db: Db, environmentId: string, days: number): P
     orderBy: { event: 'asc' },
   });
   return rows.map((r) => ({ event: fromPgText(r.event), lastSeenAt: r._max.receivedAt!.getTime(), count: r._count._all }));
+}
+
+/** An event as the dashboard's live view lists it. */
+export interface RecentEvent {
+  event: string;
+  messageId: string;
+  userId: string | null;
+  anonymousId: string | null;
+  status: EventStatus | 'pending';
+  receivedAt: number;
+  error: string | null;
+}
+
+/** How many of an environment's newest events a search by user ID looks through (no index serves it). */
+export const USER_SEARCH_DEPTH = 100_000;
+
+/**
+ * The newest stored events of an environment (its (environment_id, received_at) index), or the
+ * one with a messageId (its key), or those of a userId (or anonymousId) among the newest
+ * USER_SEARCH_DEPTH: a bounded scan, whatever the table's size.
+ */
+export async function recentEvents(db: Db, environmentId: string, filter: { messageId?: string; userId?: string }, limit: number): Promise<RecentEvent[]> {
+  const toRecent = (r: {
+    event: string;
+    messageId: string;
+    userId: string | null;
+    anonymousId: string | null;
+    status: string;
+    receivedAt: Date;
+    error: string | null;
+  }) => ({
+    event: fromPgText(r.event),
+    messageId: fromPgText(r.messageId),
+    userId: r.userId === null ? null : fromPgText(r.userId),
+    anonymousId: r.anonymousId === null ? null : fromPgText(r.anonymousId),
+    status: r.status as EventStatus,
+    receivedAt: r.receivedAt.getTime(),
+    error: r.error,
+  });
+  if (filter.messageId !== undefined) {
+    const row = await findRow(db, environmentId, filter.messageId);
+    return row ? [toRecent(row)] : [];
+  }
+  if (filter.userId !== undefined) {
+    const id = toPgText(filter.userId);
+    const rows = await db.$queryRaw<
+      { event: string; messageId: string; userId: string | null; anonymousId: string | null; status: string; receivedAt: Date; error: string | null }[]
+    >`
+      SELECT event, "messageId", "userId", "anonymousId", status, "receivedAt", error FROM (
+        SELECT event, message_id AS "messageId", user_id AS "userId", anonymous_id AS "anonymousId", status, received_at AS "receivedAt", error
+        FROM events WHERE environment_id = ${environmentId}::uuid ORDER BY received_at DESC LIMIT ${USER_SEARCH_DEPTH}
+      ) newest WHERE "userId" = ${id} OR "anonymousId" = ${id} LIMIT ${limit}`;
+    return rows.map(toRecent);
+  }
+  const rows = await db.event.findMany({
+    where: { environmentId },
+    orderBy: { receivedAt: 'desc' },
+    take: limit,
+    select: { event: true, messageId: true, userId: true, anonymousId: true, status: true, receivedAt: true, error: true },
+  });
+  return rows.map(toRecent);
 }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import {
   addressAsOf,
   addressFromTraits,
+  changesSubscription,
   claimAddsNothing,
   laterClaim,
   normalizeAddress,
@@ -15,9 +16,11 @@ import {
   type Channel,
   type Decision,
 } from '../domain/consent.ts';
-import { joinableEmail } from '../domain/email.ts';
+import { repeatVerdict } from '../domain/call-digest.ts';
+import { joinableEmail, joinTarget } from '../domain/email.ts';
+import { FEATURE, hasFeature } from '../domain/features.ts';
 import { toPgText } from '../domain/pg-text.ts';
-import { SERVICE_EVENTS } from '../domain/service-events.ts';
+import { profileFieldsChanged, SERVICE_EVENTS, subscriptionChanged } from '../domain/service-events.ts';
 import { stringifyJson } from '../domain/json-text.ts';
 import { joinTraits, mergeTraits, type TraitState } from '../domain/trait-merge.ts';
 import type { IdentifyInput } from '../validation/identify.ts';
@@ -27,8 +30,6 @@ export type Verdict = 'applied' | 'duplicate' | 'conflict';
 /** One accepted Identify call, with the values its rows are keyed by. */
 export interface IdentifyCall {
   envId: string;
-  /** The organization has the join-by-email feature. */
-  joinByEmail: boolean;
   /** The organization has the attribute-trigger feature: its trait changes go to the outbox (they can start journeys). */
   attributeTrigger: boolean;
   input: IdentifyInput;
@@ -36,12 +37,14 @@ export interface IdentifyCall {
   messageId: string;
   /** The call's time: its timestamp, else its receipt time. */
   callTime: number;
+  /** When the gateway received it: an erasure drops what was received up to its time (domain/privacy.ts). */
+  receivedAt: number;
   /** The traits as JSON text (kept for idempotency comparisons). */
   traitsText: string;
   /** userId and messageId as their columns store them (pg-text.ts). */
   userKey: string;
   messageKey: string;
-  /** traits.email when it may join profiles (email.ts), whatever the organization. */
+  /** The email the call joins profiles on: traits.email when it may join (email.ts) and the organization has the join-by-email feature. */
   joinEmail: string | null;
 }
 
@@ -50,15 +53,15 @@ export function toIdentifyCall(env: { id: string; features: readonly string[] },
   const messageId = input.messageId ?? randomUUID();
   return {
     envId: env.id,
-    joinByEmail: env.features.includes('join-by-email'),
-    attributeTrigger: env.features.includes('attribute-trigger'),
+    attributeTrigger: hasFeature(env.features, FEATURE.attributeTrigger),
     input,
     messageId,
     callTime: input.timestampMs ?? receivedAt,
+    receivedAt,
     traitsText: input.traitsText,
     userKey: toPgText(input.userId),
     messageKey: toPgText(messageId),
-    joinEmail: joinableEmail(input.addressTraits.email),
+    joinEmail: hasFeature(env.features, FEATURE.joinByEmail) ? joinableEmail(input.addressTraits.email) : null,
   };
 }
 
@@ -88,19 +91,14 @@ export interface StoredProfile {
 
 export type LatestClaims = Partial<Record<Channel, StoredClaim>>;
 
-/** The earlier call recorded under a messageId: its userId, timestamp and traits as one digest (call-digest.ts). */
-export interface PriorMessage {
-  digest: string;
-}
-
 /** What the store read (and locked) for a batch. */
 export interface Snapshot {
   /** userRef(call) → profile id, for the batch's users that have a profile. */
   users: Map<string, string>;
   /** The profiles of those users and, for joining, every profile holding a joinable email of the batch. */
   profiles: Map<string, StoredProfile>;
-  /** messageRef(call) → the earlier call recorded under that messageId. */
-  priors: Map<string, PriorMessage>;
+  /** messageRef(call) → the digest of the earlier call recorded under that messageId (call-digest.ts). */
+  priors: Map<string, string>;
   /** consentRef → the stored decision (absent: none). Null before they were read (first pass). */
   decisions: Map<string, Decision> | null;
 }
@@ -113,6 +111,8 @@ export interface DecisionRow {
 
 export interface Plan {
   verdicts: Verdict[];
+  /** Per call, the names of the traits it changed (none for a duplicate or a conflict): what the dashboard's live view shows. */
+  changed: (readonly string[])[];
   /** Profiles to insert (isNew) or update, in their final state. */
   profiles: (Omit<StoredProfile, 'claims'> & { isNew: boolean })[];
   /** Stored profiles joined into another: their user IDs and claims move to `to`, then they are deleted. */
@@ -126,6 +126,8 @@ export interface Plan {
   /** Every (address, channel/purpose) the batch's decisions apply to: the store locks and reads these. */
   consentKeys: Map<string, { envId: string; channel: Channel; purpose: Decision['purpose']; address: string }>;
 }
+
+const NO_CHANGES: readonly string[] = Object.freeze([]);
 
 export const userRef = (c: Pick<IdentifyCall, 'envId' | 'userKey'>) => `${c.envId}:${c.userKey}`;
 export const messageRef = (c: Pick<IdentifyCall, 'envId' | 'messageKey'>) => `${c.envId}:${c.messageKey}`;
@@ -161,13 +163,25 @@ function toWork(p: StoredProfile): Work {
   };
 }
 
-export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, newId: () => string): Plan {
+/** `historyFrom`: the earliest decision time the address history answers for (consent.ts addressHistoryFrom; null: any). */
+export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, newId: () => string, historyFrom: number | null = null): Plan {
   const profiles = new Map<string, Work>();
   for (const p of snap.profiles.values()) profiles.set(p.id, toWork(p));
   const users = new Map(snap.users);
-  const seen = new Map<string, PriorMessage>();
+  const seen = new Map<string, string>();
   const decisions = new Map(snap.decisions ?? []);
-  const plan: Plan = { verdicts: [], profiles: [], moved: [], users: [], userProfiles: [], claims: [], decisions: [], outbox: [], consentKeys: new Map() };
+  const plan: Plan = {
+    verdicts: [],
+    changed: [],
+    profiles: [],
+    moved: [],
+    users: [],
+    userProfiles: [],
+    claims: [],
+    decisions: [],
+    outbox: [],
+    consentKeys: new Map(),
+  };
   const decisionWrites = new Map<string, DecisionRow>();
   const newUsers = new Map<string, { envId: string; userKey: string; profileId: string }>();
   // New claims come after every claim of the snapshot (a cached one may hold earlier batches' new claims).
@@ -184,11 +198,12 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
     const { input } = call;
     const mref = messageRef(call);
     const prior = seen.get(mref) ?? snap.priors.get(mref);
-    if (prior) {
-      plan.verdicts.push(prior.digest === input.callDigest ? 'duplicate' : 'conflict');
+    if (prior !== undefined) {
+      plan.verdicts.push(repeatVerdict(prior, input.callDigest));
+      plan.changed.push(NO_CHANGES);
       continue;
     }
-    seen.set(mref, { digest: input.callDigest });
+    seen.set(mref, input.callDigest);
     // The traits are parsed here, once per call (validation kept them as text: json-pool.ts).
     const traits = JSON.parse(call.traitsText) as Record<string, unknown>;
 
@@ -196,9 +211,8 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
     const ownId = users.get(uref);
     let profile: Work | null = ownId === undefined ? null : profileOf(ownId);
 
-    const joinEmail = call.joinByEmail ? call.joinEmail : null;
-    if (joinEmail) {
-      const other = oldestWithEmail(profiles, call.envId, joinEmail, profile?.id ?? null);
+    if (call.joinEmail) {
+      const other = joinTarget(liveProfiles(profiles), call.envId, call.joinEmail, profile?.id ?? null);
       if (other && !profile) {
         users.set(uref, other.id);
         newUsers.set(uref, { envId: call.envId, userKey: call.userKey, profileId: other.id });
@@ -243,38 +257,22 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
       profile.latest[channel] = laterClaim(profile.latest[channel], claim);
     }
 
-    // Only attribute-triggered journeys read a change: without the feature it would be relayed and
-    // dropped (the worker checks again when it runs, for a feature turned off meanwhile: journeys.ts).
-    if (merged.changed.length && call.attributeTrigger) {
-      const changed = Object.fromEntries(merged.changed.map((k) => [k, merged.fields[k]]));
-      const payload = { userId: input.userId, profileId: profile.id, messageId: call.messageId, at: call.callTime, changed };
-      plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.profileFieldsChanged, payload: stringifyJson(payload) });
-    }
+    const subject = { userId: input.userId, profileId: profile.id, messageId: call.messageId };
+    const fieldsEvent = profileFieldsChanged(call.attributeTrigger, subject, call.callTime, merged.changed, merged.fields);
+    if (fieldsEvent) plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.profileFieldsChanged, payload: fieldsEvent });
 
-    for (const c of consentCandidates(call, profile, now)) {
+    for (const c of consentCandidates(call, profile, now, historyFrom)) {
       const key = consentRef(call.envId, c.decision.channel, c.decision.purpose, c.address);
       plan.consentKeys.set(key, { envId: call.envId, channel: c.decision.channel, purpose: c.decision.purpose, address: c.address });
       const existing = decisions.get(key) ?? null;
       if (!supersedes(c.decision, existing)) continue;
       decisions.set(key, c.decision);
       decisionWrites.set(key, { envId: call.envId, decision: c.decision, address: c.address });
-      if (!existing || existing.status !== c.decision.status || existing.expiresAt !== c.decision.expiresAt) {
-        const { channel, purpose, status, decidedAt, expiresAt } = c.decision;
-        const payload = {
-          userId: input.userId,
-          profileId: profile.id,
-          messageId: call.messageId,
-          channel,
-          purpose,
-          address: c.address,
-          status,
-          decidedAt,
-          expiresAt,
-        };
-        plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.subscriptionChanged, payload: stringifyJson(payload) });
-      }
+      if (changesSubscription(c.decision, existing))
+        plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.subscriptionChanged, payload: subscriptionChanged(subject, c.decision, c.address) });
     }
     plan.verdicts.push('applied');
+    plan.changed.push(merged.changed);
   }
 
   const final = (id: string): string => {
@@ -307,22 +305,27 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
   return plan;
 }
 
+/** A batch's plan, or what the rules threw (by name: an Error's class does not cross threads). */
+export type PlanOutcome = { kind: 'plan'; plan: Plan } | { kind: 'error'; name: string; message: string };
+
+/** planBatch as json-pool.ts runs it (json-tasks.ts), inline or on a thread when the batch is large. */
+export function planIdentifyBatch(calls: IdentifyCall[], snap: Snapshot, now: number, historyFrom: number | null = null): PlanOutcome {
+  try {
+    return { kind: 'plan', plan: planBatch(calls, snap, now, randomUUID, historyFrom) };
+  } catch (err) {
+    const e = err instanceof Error ? err : new Error(String(err));
+    return { kind: 'error', name: e.name, message: e.message };
+  }
+}
+
 const ADDRESS_TRAITS = [
   ['email', 'email'],
   ['sms', 'phone'],
 ] as const;
 
-/**
- * The profile a joinable email joins: the oldest other profile of the environment holding it.
- * The store read every such profile, so the ones in memory are all there are.
- */
-function oldestWithEmail(profiles: Map<string, Work>, envId: string, email: string, own: string | null): Work | null {
-  let best: Work | null = null;
-  for (const p of profiles.values()) {
-    if (p.into !== null || p.envId !== envId || p.email !== email || p.id === own) continue;
-    if (!best || p.createdAt < best.createdAt || (p.createdAt === best.createdAt && p.id < best.id)) best = p;
-  }
-  return best;
+/** The profiles not joined away: the store read every one holding a joinable email of the batch, so these are all there are. */
+function* liveProfiles(profiles: Map<string, Work>): Iterable<Work> {
+  for (const p of profiles.values()) if (p.into === null) yield p;
 }
 
 /**
@@ -344,7 +347,7 @@ function join(own: Work, other: Work, users: Map<string, string>): void {
 }
 
 /** The call's decisions with the address each applies to (skipped without one), in lock-key order. */
-function consentCandidates(call: IdentifyCall, profile: Work, now: number): { decision: Decision; address: string }[] {
+function consentCandidates(call: IdentifyCall, profile: Work, now: number, historyFrom: number | null): { decision: Decision; address: string }[] {
   const out: { decision: Decision; address: string; key: string }[] = [];
   for (const raw of call.input.consent) {
     const decision = toDecision(raw, call.callTime, now);
@@ -354,6 +357,7 @@ function consentCandidates(call: IdentifyCall, profile: Work, now: number): { de
         decision.channel,
         (profile.claims ?? []).filter((c) => c.channel === decision.channel),
         decision.decidedAt,
+        historyFrom,
       );
     if (address) out.push({ decision, address, key: consentRef(call.envId, decision.channel, decision.purpose, address) });
   }

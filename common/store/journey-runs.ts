@@ -80,6 +80,7 @@ export async function claimEvent(
   const rows = await tx.$queryRaw<{ received_at: Date }[]>`
     UPDATE events SET journeys_at = now(), journey_user = ${userKey}
     WHERE environment_id = ${event.environmentId}::uuid AND message_hash = ${hashStored(messageKey)} AND message_id = ${messageKey} AND journeys_at IS NULL
+      AND received_at = (SELECT received_at FROM event_ids WHERE environment_id = ${event.environmentId}::uuid AND message_hash = ${hashStored(messageKey)})
       AND event = ${toPgText(event.event)} AND user_id = ${toPgText(event.userId)} AND drives_journeys AND status = 'processed'
     RETURNING received_at`;
   return rows[0]?.received_at.getTime() ?? null;

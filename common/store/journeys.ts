@@ -1,5 +1,6 @@
 // Journey definitions: created by operators, published once, read by the journey engine.
 import type { Db } from '../db.ts';
+import { FEATURE } from '../domain/features.ts';
 import { eventNamesOf, type JourneyDefinition } from '../domain/journey-definition.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
 
@@ -142,7 +143,7 @@ export async function attributeJourneys(db: Db, environmentId: string): Promise<
       JOIN environments e ON e.id = j.environment_id
       JOIN organizations o ON o.id = e.organization_id
     WHERE j.environment_id = ${environmentId}::uuid AND j.published_at IS NOT NULL AND j.entry_trait IS NOT NULL
-      AND 'attribute-trigger' = ANY(o.features)`;
+      AND ${FEATURE.attributeTrigger}::text = ANY(o.features)`;
   return rows.length
     ? loadPublished(
         db,

@@ -3,7 +3,6 @@
 // Redis outage therefore delays a service event but can never lose it.
 import type pg from 'pg';
 import type { Db, Tx } from '../db.ts';
-import { stringifyJson } from '../domain/json-text.ts';
 
 export { SERVICE_EVENTS } from '../domain/service-events.ts';
 
@@ -60,12 +59,6 @@ export interface OutboxRow {
   kind: string;
   payload: string;
   created_at: Date;
-}
-
-export async function writeOutbox(tx: Tx, environmentId: string, events: { kind: string; payload: unknown }[]): Promise<void> {
-  for (const e of events) {
-    await tx.$executeRaw`INSERT INTO outbox_events (environment_id, kind, payload) VALUES (${environmentId}::uuid, ${e.kind}, ${stringifyJson(e.payload)})`;
-  }
 }
 
 /**

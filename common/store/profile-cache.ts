@@ -1,11 +1,16 @@
 // The profiles one gateway wrote last, with the row version each was written at (PostgreSQL's
 // xmin: the id of the transaction that wrote the row). Identify's cached path
-// (identify-cached.ts) plans a batch from these instead of reading them, and writes on the
+// (identify-batch.ts, writeCached in identify-write.ts) plans a batch from these instead of reading them, and writes on the
 // condition that each row is still at that version. So an entry may be stale (another gateway
 // or an operator changed the row since), never wrong: a stale one fails the write, and the
 // batch takes the locked path, which reads what is stored and refreshes the entry.
 // An xmin repeats only after 2^32 transactions; an entry is rewritten or evicted long before.
-import type { Snapshot, StoredProfile } from './identify-plan.ts';
+//
+// The budget is in heap bytes (common/heap-size.ts): a profile's strings, objects and boxed
+// numbers, and each of its users' key and Map entry. A profile's users are evicted with it.
+import { arrayBytes, asciiBytes, EMPTY_LITERAL_BYTES, MAP_ENTRY_BYTES, NUMBER_BYTES, objectBytes, stringBytes } from '../heap-size.ts';
+import { Lru } from '../lru.ts';
+import type { LatestClaims, Snapshot, StoredProfile } from './identify-plan.ts';
 import { userRef, type IdentifyCall, type Plan } from './identify-plan.ts';
 
 /** A snapshot built from the cache, and the version each of its profiles must still have. */
@@ -17,21 +22,51 @@ export interface CachedSnapshot {
 interface Entry {
   profile: StoredProfile;
   version: string;
-  chars: number;
+  /** The profile's own cost, and `bytes` that plus its users'. */
+  profileBytes: number;
+  bytes: number;
+  /** The users (userRef) that map to this profile: each a key of `users`. */
+  refs: readonly string[];
 }
 
-/** A profile larger than this is not kept: it is rare, and it would push out hundreds of others. */
-const LARGEST_CHARS = 64 * 1024;
+/** A profile costing more than this is not kept: it is rare, and it would push out hundreds of others. */
+const LARGEST_BYTES = 128 * 1024;
+
+const NO_REFS: readonly string[] = [];
+
+/**
+ * The fixed part of a cached profile: its Map entry, the Entry, its users' array (whose slots
+ * userBytes counts), the StoredProfile and its two times (boxed numbers).
+ */
+const PROFILE_FIXED_BYTES = MAP_ENTRY_BYTES + objectBytes(5) + arrayBytes(1) - 8 + objectBytes(9) + 2 * NUMBER_BYTES;
+
+/** What one cached profile costs, without its users. */
+function profileBytes(p: StoredProfile, version: string): number {
+  const email = p.email === null ? 0 : stringBytes(p.email);
+  // Ids are UUIDs and the version is digits; traits, their names and addresses may be any text.
+  const texts = asciiBytes(p.id) + asciiBytes(p.envId) + asciiBytes(version) + stringBytes(p.fields) + stringBytes(p.times) + email;
+  return PROFILE_FIXED_BYTES + texts + latestBytes(p.latest);
+}
+
+function latestBytes(latest: LatestClaims): number {
+  let bytes = EMPTY_LITERAL_BYTES;
+  for (const claim of Object.values(latest)) bytes += objectBytes(4) + 2 * NUMBER_BYTES + asciiBytes(claim.channel) + stringBytes(claim.value);
+  return bytes;
+}
+
+/** What one user adds: its key and entry in `users`, and its slot in the profile's `refs`. */
+const userBytes = (ref: string) => MAP_ENTRY_BYTES + stringBytes(ref) + 8;
 
 export class ProfileCache {
   /** profile id → entry, least recently written first. */
-  private readonly profiles = new Map<string, Entry>();
-  /** userRef → profile id. */
-  private readonly users = new Map<string, string>();
-  private chars = 0;
+  private readonly profiles: Lru<string, Entry>;
+  /** userRef → the entry of its profile. */
+  private readonly users = new Map<string, Entry>();
 
-  /** `maxChars`: the characters of cached profile texts kept at most. */
-  constructor(private readonly maxChars: number) {}
+  /** `maxBytes`: the heap the cached profiles and their users may take. */
+  constructor(maxBytes: number) {
+    this.profiles = new Lru(maxBytes, (_id, entry) => this.dropUsers(entry));
+  }
 
   /**
    * The batch's snapshot when every call can be planned from the cache: each user's profile is
@@ -43,10 +78,9 @@ export class ProfileCache {
     const profiles = new Map<string, StoredProfile>();
     const versions = new Map<string, string>();
     for (const c of calls) {
-      if (c.input.consent.length > 0 || (c.joinByEmail && c.joinEmail)) return null;
+      if (c.input.consent.length > 0 || c.joinEmail) return null;
       const ref = userRef(c);
-      const id = this.users.get(ref);
-      const entry = id === undefined ? undefined : this.profiles.get(id);
+      const entry = this.users.get(ref);
       if (!entry) return null;
       users.set(ref, entry.profile.id);
       profiles.set(entry.profile.id, entry.profile);
@@ -59,9 +93,6 @@ export class ProfileCache {
   remember(plan: Plan, version: string): void {
     for (const m of plan.moved) this.forget(m.from);
     for (const p of plan.profiles) {
-      const chars = p.fields.length + p.times.length;
-      this.forget(p.id);
-      if (chars > LARGEST_CHARS) continue;
       // Field by field: object rest was most of this method's time.
       const profile: StoredProfile = {
         id: p.id,
@@ -74,36 +105,59 @@ export class ProfileCache {
         claims: null,
         latest: p.latest,
       };
-      this.profiles.set(p.id, { profile, version, chars });
-      this.chars += chars;
+      const bytes = profileBytes(profile, version);
+      const held = this.profiles.peek(p.id);
+      if (bytes > LARGEST_BYTES) {
+        if (held) this.forget(p.id);
+      } else if (held) {
+        // Its users stay with it.
+        held.profile = profile;
+        held.version = version;
+        this.profiles.resize(held, bytes - held.profileBytes);
+        held.profileBytes = bytes;
+        this.profiles.set(p.id, held);
+      } else {
+        this.profiles.set(p.id, { profile, version, profileBytes: bytes, bytes, refs: NO_REFS });
+      }
     }
-    for (const [ref, id] of plan.userProfiles) {
-      if (this.profiles.has(id)) this.users.set(ref, id);
-      else this.users.delete(ref);
-    }
-    this.evict();
+    for (const [ref, id] of plan.userProfiles) this.link(ref, this.profiles.peek(id));
+    this.profiles.trim();
   }
 
-  /** Drops a profile (its users' entries then miss). */
+  /** Drops a profile and its users (their calls then miss). */
   forget(id: string): void {
-    const entry = this.profiles.get(id);
-    if (!entry) return;
-    this.profiles.delete(id);
-    this.chars -= entry.chars;
+    const entry = this.profiles.delete(id);
+    if (entry) this.dropUsers(entry);
   }
 
+  /** Profiles held. */
   get size(): number {
     return this.profiles.size;
   }
 
-  private evict(): void {
-    for (const [id] of this.profiles) {
-      if (this.chars <= this.maxChars) break;
-      this.forget(id);
+  /** Heap bytes held, as counted against the budget. */
+  get bytes(): number {
+    return this.profiles.bytes;
+  }
+
+  /** Maps a user to `entry` (or to nothing), moving it from the profile it was with. */
+  private link(ref: string, entry: Entry | undefined): void {
+    const was = this.users.get(ref);
+    if (was === entry) return;
+    if (was) {
+      was.refs = was.refs.filter((r) => r !== ref);
+      this.profiles.resize(was, -userBytes(ref));
     }
-    // A user whose profile was evicted or joined away is dropped once there are more users than profiles to go with them.
-    if (this.users.size > 2 * this.profiles.size + 1024) {
-      for (const [ref, id] of this.users) if (!this.profiles.has(id)) this.users.delete(ref);
+    if (!entry) {
+      this.users.delete(ref);
+      return;
     }
+    this.users.set(ref, entry);
+    entry.refs = entry.refs.length === 0 ? [ref] : [...entry.refs, ref];
+    this.profiles.resize(entry, userBytes(ref));
+  }
+
+  private dropUsers(entry: Entry): void {
+    for (const ref of entry.refs) if (this.users.get(ref) === entry) this.users.delete(ref);
   }
 }

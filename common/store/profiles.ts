@@ -1,14 +1,14 @@
 // Identify's write path and the Profiles read. Identify applies calls in batches, one
 // transaction each (identify-batch.ts: locks and set-based writes; identify-plan.ts: the
 // rules); applyIdentify is a batch of one for callers outside the gateway. Reads go through
-// the node-postgres pool directly: on these hot paths Prisma's client cost several times the
-// statement itself (README, Performance).
+// the node-postgres pool directly: on these hot paths Prisma's client costs several times the
+// statement itself (docs/architecture.md).
 import type pg from 'pg';
 import { poolOf, type Db, type Tx } from '../db.ts';
-import type { Decision } from '../domain/consent.ts';
+import { storedDecision, type Decision } from '../domain/consent.ts';
 import { hashStored } from '../domain/identity-hash.ts';
 import { stringifyJson } from '../domain/json-text.ts';
-import { fromPgText, toPgText } from '../domain/pg-text.ts';
+import { toPgText } from '../domain/pg-text.ts';
 import type { IdentifyInput } from '../validation/identify.ts';
 import { applyIdentifyBatch } from './identify-batch.ts';
 import { toIdentifyCall, type Verdict } from './identify-plan.ts';
@@ -20,7 +20,7 @@ export interface IdentifyEnvironment {
 
 export type IdentifyResult = { kind: Verdict; messageId: string };
 
-/** One call applied on its own (the gateway batches its calls: gateway/identify-batcher.ts). */
+/** One call applied on its own (the gateway batches its calls: gateway/handlers/identify.ts). */
 export async function applyIdentify(db: Db, env: IdentifyEnvironment, input: IdentifyInput, receivedAt: number): Promise<IdentifyResult> {
   const call = toIdentifyCall(env, input, receivedAt);
   const [outcome] = await applyIdentifyBatch(poolOf(db), [call]);
@@ -40,29 +40,7 @@ export async function findDecision(
   const row = await client.consentDecision.findUnique({
     where: { environmentId_channel_purpose_addressHash: { environmentId, channel, purpose, addressHash: hashStored(addressKey) } },
   });
-  return row && row.address === addressKey ? { ...fromRow(row), updatedAt: row.updatedAt.getTime() } : null;
-}
-
-export function fromRow(row: {
-  channel: string;
-  purpose: string;
-  status: string;
-  basis: string | null;
-  source: string;
-  proofRef: string | null;
-  decidedAt: bigint;
-  expiresAt: bigint | null;
-}): Decision {
-  return {
-    channel: row.channel as Decision['channel'],
-    purpose: row.purpose as Decision['purpose'],
-    status: row.status as Decision['status'],
-    basis: row.basis,
-    source: fromPgText(row.source),
-    proofRef: row.proofRef === null ? null : fromPgText(row.proofRef),
-    decidedAt: Number(row.decidedAt),
-    expiresAt: row.expiresAt === null ? null : Number(row.expiresAt),
-  };
+  return row && row.address === addressKey ? { ...storedDecision(row), updatedAt: row.updatedAt.getTime() } : null;
 }
 
 export interface ProfileView {

@@ -10,9 +10,12 @@ import type { TestContext } from 'yup';
 import { abortError, isAborting, issueAt, issueError, issueErrors, toIssues } from './issues.ts';
 import type { Issue, IssueData, IssueOptions } from './issues.ts';
 import { stringifyJson } from '../domain/json-text.ts';
+import { isTooFarAhead, TOO_FAR_AHEAD_MESSAGE } from '../domain/future-bound.ts';
+import { hasId } from '../domain/ids.ts';
 import { callDigest } from '../domain/call-digest.ts';
 import { parseTimestamp } from './timestamp.ts';
 import { JSON_TYPES, messagesFor, receivedType, type JsonType } from './received-type.ts';
+import { isWellFormed, NOT_WELL_FORMED_MESSAGE } from './well-formed.ts';
 
 export interface ConsentDecisionInput {
   channel: 'email' | 'sms';
@@ -50,8 +53,6 @@ export interface AddressTraits {
 
 export type IdentifyCheck = { ok: true; input: IdentifyInput } | { ok: false; issues: Issue[] } | { ok: false; tooFarAhead: true };
 
-// A timestamp may be at most this far ahead of the service clock.
-export const MAX_TIMESTAMP_AHEAD_MS = 5 * 60_000;
 
 const CHANNELS = ['email', 'sms'] as const;
 const STATUSES = ['granted', 'withdrawn', 'unknown'] as const;
@@ -68,13 +69,14 @@ function joinValues(values: readonly string[]): string {
 export const IDENTIFY_MESSAGES = Object.freeze({
   // `error` texts of the 400 bodies
   invalidCall: 'Invalid Identify call',
-  tooFarAhead: 'timestamp cannot be more than 5 minutes in the future',
+  tooFarAhead: TOO_FAR_AHEAD_MESSAGE,
   // issue messages
   required: 'Required',
   emptyString: 'String must contain at least 1 character(s)',
   invalidDatetime: 'Invalid datetime',
   before1970: 'Timestamp must be on or after 1970-01-01T00:00:00Z',
   traitsRequired: 'At least one trait is required unless consent is provided',
+  notWellFormed: NOT_WELL_FORMED_MESSAGE,
   consentedAtRequired: 'consentedAt is required for a granted implied-consent basis',
   expiresAtRequired: 'expiresAt is required for a granted implied_contract decision (termination + CASL window)',
   trackingEmailOnly: 'tracking consent applies to the email channel only',
@@ -146,6 +148,8 @@ const TOO_SMALL_STRING: IssueData = Object.freeze({
   exact: false,
   message: M.emptyString,
 });
+// An identifier with an unpaired surrogate (well-formed.ts): dirty, like too_small.
+const NOT_WELL_FORMED: IssueData = Object.freeze({ code: 'invalid_string', message: M.notWellFormed });
 const INVALID_DATETIME: IssueData = Object.freeze({
   code: 'invalid_string',
   validation: 'datetime',
@@ -180,7 +184,6 @@ type Check = (value: unknown, ctx: TestContext) => boolean | ValidationError;
 // tested value (a field of a consent decision): issues go to that key's path.
 type FieldCheck = (value: unknown, ctx: TestContext, key?: string) => true | ValidationError;
 
-const NON_WHITESPACE_RE = /\S/;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -206,14 +209,15 @@ function dirty(ctx: TestContext, issue: IssueData, key: string | undefined): Val
   return issueError(ctx, issue, key === undefined ? undefined : { path: keyPath(ctx, key) });
 }
 
-// zod: z.string().trim().min(1)
-const checkRequiredTrimmed: FieldCheck = (value, ctx, key) => {
+// An identifier (userId, messageId), zod: z.string().trim().min(1), refined as well-formed.
+const checkRequiredId: FieldCheck = (value, ctx, key) => {
   if (typeof value !== 'string') return fatal(ctx, typeIssue(STRING_TYPES, value), key);
-  return NON_WHITESPACE_RE.test(value) || dirty(ctx, TOO_SMALL_STRING, key);
+  if (!hasId(value)) return dirty(ctx, TOO_SMALL_STRING, key);
+  return isWellFormed(value) || dirty(ctx, NOT_WELL_FORMED, key);
 };
 
-// zod: z.string().trim().min(1).optional()
-const checkOptionalTrimmed: FieldCheck = (value, ctx, key) => value === undefined || checkRequiredTrimmed(value, ctx, key);
+// zod: z.string().trim().min(1).optional(), refined as well-formed.
+const checkOptionalId: FieldCheck = (value, ctx, key) => value === undefined || checkRequiredId(value, ctx, key);
 
 // zod: z.string().min(1).optional()
 const checkOptionalNonEmpty: FieldCheck = (value, ctx, key) => {
@@ -353,9 +357,9 @@ const CONSENT = lazy((value: unknown) => (Array.isArray(value) ? CONSENT_ARRAY :
 // The body's plain fields, each with its zod checks; consent sits between timestamp and
 // context. Field order is the issue order (yup sorts field errors by key order).
 const HEAD_FIELDS: readonly (readonly [string, FieldCheck])[] = [
-  ['userId', checkRequiredTrimmed],
+  ['userId', checkRequiredId],
   ['traits', checkOptionalObject],
-  ['messageId', checkOptionalTrimmed],
+  ['messageId', checkOptionalId],
   ['timestamp', checkTimestamp],
 ];
 const TAIL_FIELDS: readonly (readonly [string, FieldCheck])[] = [
@@ -408,7 +412,7 @@ export function checkIdentify(body: unknown, now: number): IdentifyCheck {
   const issues = passesEveryCheck(body) ? null : issuesOf(body);
   if (issues) return { ok: false, issues };
   const input = toInput(body);
-  if (input.timestampMs !== null && input.timestampMs > now + MAX_TIMESTAMP_AHEAD_MS) {
+  if (input.timestampMs !== null && isTooFarAhead(input.timestampMs, now)) {
     return { ok: false, tooFarAhead: true };
   }
   return { ok: true, input };

@@ -1,8 +1,10 @@
 // Track body validation. Reports only the first problem, in the spec's field
 // order, with zod-style messages (the API's 400 texts are zod's wording).
+import { hasId } from '../domain/ids.ts';
 import { SERVICE_EVENTS } from '../domain/service-events.ts';
 import { parseTimestamp } from './timestamp.ts';
 import { messagesFor, receivedType, type JsonType } from './received-type.ts';
+import { isWellFormed, NOT_WELL_FORMED_MESSAGE } from './well-formed.ts';
 
 export interface TrackEvent {
   type: 'track';
@@ -25,18 +27,13 @@ export const TRACK_MESSAGES = {
   reservedEvent: 'Reserved event name',
   invalidDatetime: 'Invalid datetime',
   idRequired: 'At least one of userId or anonymousId is required',
+  notWellFormed: NOT_WELL_FORMED_MESSAGE,
   expectedString: messagesFor('string'),
   expectedObject: messagesFor('object'),
 } as const;
 
 export const RESERVED_EVENT_NAMES: ReadonlySet<string> = new Set(Object.values(SERVICE_EVENTS));
 
-const NON_WHITESPACE_RE = /\S/;
-
-// Empty or whitespace-only IDs count as absent (but are still stored as sent).
-export function hasId(v: string | null): boolean {
-  return v !== null && NON_WHITESPACE_RE.test(v);
-}
 
 function expected(table: Record<JsonType, string>, kind: string, v: unknown): string {
   const t = receivedType(v);
@@ -59,9 +56,15 @@ function requiredStringProblem(v: unknown): string | null {
   return expected(TRACK_MESSAGES.expectedString, 'string', v);
 }
 
-// Optional ID: absent and null are both fine.
+// The messageId: a required non-empty string, and well-formed (well-formed.ts).
+function messageIdProblem(v: unknown): string | null {
+  return requiredStringProblem(v) ?? (isWellFormed(v as string) ? null : TRACK_MESSAGES.notWellFormed);
+}
+
+// Optional ID: absent and null are both fine; a string must be well-formed (well-formed.ts).
 function idProblem(v: unknown): string | null {
-  if (v === undefined || v === null || typeof v === 'string') return null;
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'string') return isWellFormed(v) ? null : TRACK_MESSAGES.notWellFormed;
   return expected(TRACK_MESSAGES.expectedString, 'string', v);
 }
 
@@ -77,8 +80,8 @@ export function checkTrack(body: unknown): TrackCheck {
   if (body.type !== 'track') return fail(TRACK_MESSAGES.invalidType);
 
   const messageId = body.messageId;
-  const messageIdProblem = requiredStringProblem(messageId);
-  if (messageIdProblem !== null) return fail(messageIdProblem);
+  const messageIdIssue = messageIdProblem(messageId);
+  if (messageIdIssue !== null) return fail(messageIdIssue);
 
   const userId = body.userId;
   const userIdProblem = idProblem(userId);

@@ -1,8 +1,12 @@
 // What one process of a multi-process gateway (GATEWAY_PROCESSES) may use. The bounds an
-// operator sets for "one gateway" (PostgreSQL connections, requests in hand, Identify batches
-// applied at once) stay bounds of the whole `intake gateway`: each process takes its share,
-// rounded up. So more processes neither multiply PostgreSQL connections nor let one command
-// hold more requests in memory than configured. Batch sizes (TRACK_BATCH_MAX, TRACK_BATCH_BYTES,
+// operator sets for "one gateway" (PostgreSQL connections, requests in hand and bodies being
+// read, in total and per environment, Identify batches applied at once, the caches' memory) stay
+// bounds of the whole `intake gateway`: each process takes its share, rounded up. The primary
+// hands connections out in turn, so one environment's requests spread over the processes like
+// everyone's, and its part divided keeps its proportion of each process's total. So more
+// processes neither multiply PostgreSQL connections nor let one command hold more requests or
+// cached entries in memory than configured (each process caches what it sees, so a key or a
+// profile may be held by several). Batch sizes (TRACK_BATCH_MAX, TRACK_BATCH_BYTES,
 // IDENTIFY_BATCH_MAX) bound one batch, which one process forms: they apply as set.
 import type { Config } from '../../common/config.ts';
 
@@ -18,7 +22,12 @@ export function processConfig(config: Config, processes: number): Config {
     ...config,
     databasePoolSize: shareOf(config.databasePoolSize, processes),
     maxInFlight: shareOf(config.maxInFlight, processes),
+    maxInFlightPerEnvironment: shareOf(config.maxInFlightPerEnvironment, processes),
+    maxUploads: shareOf(config.maxUploads, processes),
+    maxUploadsPerEnvironment: shareOf(config.maxUploadsPerEnvironment, processes),
     identifyBatchesInFlight: shareOf(config.identifyBatchesInFlight, processes),
+    identifyCacheMb: shareOf(config.identifyCacheMb, processes),
+    keyCacheMb: shareOf(config.keyCacheMb, processes),
   };
 }
 

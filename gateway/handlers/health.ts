@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import type { MetricsSource } from '../cluster/member.ts';
 import type { Db } from '../../common/db.ts';
+import type { RedisMemory } from '../../common/redis-memory.ts';
 import type { Redis } from '../../common/redis.ts';
 import { readiness } from '../../common/with-timeout.ts';
 
@@ -9,12 +10,12 @@ export const healthz: Middleware = async function healthz(ctx) {
   ctx.body = { status: 'ok' };
 };
 
-/** PostgreSQL and Redis both answer within a second. */
-export function readyz(deps: { db: Db; redis: Redis }): Middleware {
+/** PostgreSQL and Redis both answer within a second, and (given `memory`) Redis is not full. */
+export function readyz(deps: { db: Db; redis: Redis; memory?: Pick<RedisMemory, 'reason'> }): Middleware {
   return async function readyz(ctx) {
-    const { postgres, redis } = await readiness(deps);
-    ctx.status = postgres && redis ? 200 : 503;
-    ctx.body = { status: postgres && redis ? 'ready' : 'unavailable', postgres, redis };
+    const { ready, body } = await readiness(deps);
+    ctx.status = ready ? 200 : 503;
+    ctx.body = body;
   };
 }
 

@@ -24,7 +24,8 @@ export function requestLog(log: Logger, observe: ObserveRequest): Middleware<Ing
       const ms = performance.now() - started;
       const route = routeName(ctx);
       observe(route ?? 'unmatched', ctx.status, ms / 1000);
-      logLine({ requestId: ctx.state.requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(ms * 100) / 100 });
+      const line = { requestId: ctx.state.requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(ms * 100) / 100 };
+      logLine(ctx.state.refusal === undefined ? line : { ...line, refusal: ctx.state.refusal });
     }
   };
 }

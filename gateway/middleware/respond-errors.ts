@@ -22,6 +22,7 @@ export function respondErrors(log: Logger): Middleware<IngestState> {
         log.error({ requestId: ctx.state.requestId, route: routeName(ctx), err }, 'unexpected error');
       }
       const response = known ?? internal();
+      if (response.status < 500) ctx.state.refusal = refusalOf(response);
       ctx.status = response.status;
       if (response.headers) ctx.set(response.headers);
       // Through stringifyJson too: an Identify 400's issues may arrive as JsonText.
@@ -29,6 +30,11 @@ export function respondErrors(log: Logger): Middleware<IngestState> {
       ctx.body = stringifyJson(response.body);
     }
   };
+}
+
+/** The check that refused a request, for its log line. */
+export function refusalOf(error: ApiError): string {
+  return error.refusal ?? String(error.body.error ?? `HTTP ${error.status}`);
 }
 
 /** What Koa would send as JSON: not a string, Buffer or stream. */

@@ -28,7 +28,7 @@ export function validateIdentify(json: JsonWork): Middleware<IngestState> {
   return async function validateIdentify(ctx, next) {
     const result = await json.run('decodeIdentify', ctx.state.rawBody, ctx.state.receivedAt);
     if (result.kind === 'notJson') throw identifyInvalid(notJsonIssues());
-    if (result.kind === 'invalid') throw identifyInvalid(new JsonText(result.issues));
+    if (result.kind === 'invalid') throw identifyInvalid(new JsonText(result.issues), result.first);
     if (result.kind === 'tooFarAhead') throw timestampTooFarAhead();
     ctx.state.identify = result.input;
     await next();

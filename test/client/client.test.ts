@@ -5,15 +5,12 @@ import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { createClient, IntakeApiError, type ClientOptions, type RetryInfo } from '../../clients/typescript/src/index.ts';
 import { callDigest } from '../../common/domain/call-digest.ts';
-import { messageKeyOf } from '../../common/store/identify-rows.ts';
+import { messageKeyOf } from '../../common/store/identify-write.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request } from '../helpers/http.ts';
 import { gatewayInProcess, harnessWithGateway, type InProcessGateway, workerInProcess } from '../helpers/processes.ts';
 import { startFreezableProxy, startProxy } from '../helpers/proxy.ts';
 import { newEnvironment, newTenant, openHarness, TEST_DATABASE_URL, TEST_REDIS_URL, type Harness } from '../helpers/services.ts';
-
-const REDIS_PORT = Number(new URL(TEST_REDIS_URL).port || 6379);
-const PG_PORT = Number(new URL(TEST_DATABASE_URL).port || 5432);
 
 let h: Harness;
 let gateway: InProcessGateway;
@@ -108,9 +105,9 @@ test('a 400 is not retried and surfaces the Identify issues', async (t) => {
 });
 
 test('Redis cut mid-stream: the 503s are retried with the same messageId, and every event is stored exactly once', async (t) => {
-  const proxy = await startProxy(REDIS_PORT);
+  const proxy = await startProxy(TEST_REDIS_URL);
   t.teardown(() => proxy.close());
-  const gh = await openHarness({ REDIS_URL: `redis://127.0.0.1:${proxy.port}`, ENQUEUE_TIMEOUT_MS: '500' });
+  const gh = await openHarness({ REDIS_URL: proxy.url(TEST_REDIS_URL), ENQUEUE_TIMEOUT_MS: '500' });
   t.teardown(() => gh.close());
   const direct = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX });
   t.teardown(() => direct.close());
@@ -146,7 +143,8 @@ test('Redis cut mid-stream: the 503s are retried with the same messageId, and ev
 });
 
 test('429: the retry waits at least Retry-After, then succeeds', async (t) => {
-  const gh = await openHarness({ MAX_IN_FLIGHT: '1' });
+  // One body at a time for the environment, and no body cut while the test holds one.
+  const gh = await openHarness({ MAX_UPLOADS_PER_ENVIRONMENT: '1', BODY_TIMEOUT_MS: '60000' });
   t.teardown(() => gh.close());
   const tenant = await newTenant(gh);
   const small = await gatewayInProcess(gh);
@@ -154,7 +152,7 @@ test('429: the retry waits at least Retry-After, then succeeds', async (t) => {
   const { c, retries } = client(t, { baseUrl: small.url, orgSlug: tenant.slug, apiKey: tenant.key });
   await c.identify({ userId: 'u-0', traits: { warm: true } });
 
-  // The one slot is held by a Track request whose body is still on its way.
+  // The environment's one upload slot is held by a Track request whose body is still on its way.
   const { port } = new URL(small.url);
   const slow = net.connect(Number(port), '127.0.0.1');
   t.teardown(() => slow.destroy());
@@ -162,7 +160,9 @@ test('429: the retry waits at least Retry-After, then succeeds', async (t) => {
   slow.write(
     `POST /api/track/${tenant.slug} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${tenant.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
   );
-  await sleep(300);
+  // Held once the gateway has checked its key (on a loaded machine that can take a while).
+  const uploads = async () => /^intake_http_uploads_in_progress 1$/m.test((await request(small.url, '/metrics', { method: 'GET' })).text);
+  t.true(await eventually(uploads, { timeoutMs: 10_000, intervalMs: 20 }), 'the slow upload holds the slot');
   setTimeout(() => slow.end(body.slice(10)), 300);
 
   const started = Date.now();
@@ -178,9 +178,9 @@ test('429: the retry waits at least Retry-After, then succeeds', async (t) => {
 test('dropped connections and timed-out attempts are retried; the profile gets each call once', async (t) => {
   const tenant = await newTenant(h);
   // Through a proxy the test can cut: connections drop mid-stream.
-  const proxy = await startProxy(Number(new URL(gateway.url).port));
+  const proxy = await startProxy(gateway.url);
   t.teardown(() => proxy.close());
-  const { c, retries } = client(t, { baseUrl: proxy.url('http'), orgSlug: tenant.slug, apiKey: tenant.key });
+  const { c, retries } = client(t, { baseUrl: proxy.url(gateway.url).replace(/\/$/, ''), orgSlug: tenant.slug, apiKey: tenant.key });
   const results: { userId: string; duplicate: boolean }[] = [];
   const stream = Promise.all(
     Array.from({ length: 5 }, async (_, lane) => {
@@ -209,11 +209,9 @@ test('dropped connections and timed-out attempts are retried; the profile gets e
   }
 
   // A gateway whose PostgreSQL hangs: attempts time out and are retried until it answers.
-  const pg = await startFreezableProxy(PG_PORT);
+  const pg = await startFreezableProxy(TEST_DATABASE_URL);
   t.teardown(() => pg.close());
-  const url = new URL(h.config.databaseUrl);
-  url.port = String(pg.port);
-  const ph = await openHarness({ DATABASE_URL: url.toString() });
+  const ph = await openHarness({ DATABASE_URL: pg.url(TEST_DATABASE_URL) });
   t.teardown(() => ph.close());
   const hung = await gatewayInProcess(ph);
   t.teardown(() => hung.close());

@@ -156,7 +156,7 @@ test('worst-shaped 4 MB bodies: other callers keep p99 < 100 ms, no 503, and the
     // The stored traits, exactly: the answer ends with them as its `fields`, and is one valid JSON document.
     t.true(read[i].text.endsWith(`"fields":${b.traits}}`), `Profiles ${b.shape} reads back the traits whole`);
     t.notThrows(() => JSON.parse(read[i].text), b.shape);
-    // Reading back is no slower than a small profile's round trip plus the transfer (was 1.6 s for the deep one).
+    // Reading back is no slower than a small profile's round trip plus the transfer.
     t.true(read[i].ms < 1000, `Profiles ${b.shape}: ${read[i].ms.toFixed(0)} ms`);
   }
   // The gateway is still itself.

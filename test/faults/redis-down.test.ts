@@ -8,12 +8,12 @@ import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
 import { startProxy, startFreezableProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_REDIS_URL, type Harness, type Tenant } from '../helpers/services.ts';
 
-const REDIS_PORT = Number(new URL(TEST_REDIS_URL).port || 6379);
 const UNAVAILABLE = { error: 'Event storage is unavailable' };
 const ENQUEUE_TIMEOUT_MS = 500;
 
 interface Faultable {
   port: number;
+  url(base: string): string;
   restore(): void;
   close(): Promise<void>;
 }
@@ -24,7 +24,7 @@ interface Faultable {
  */
 async function pipeline(t: ExecutionContext, proxy: Faultable) {
   t.teardown(() => proxy.close());
-  const gh = await openHarness({ REDIS_URL: `redis://127.0.0.1:${proxy.port}`, ENQUEUE_TIMEOUT_MS: String(ENQUEUE_TIMEOUT_MS) });
+  const gh = await openHarness({ REDIS_URL: proxy.url(TEST_REDIS_URL), ENQUEUE_TIMEOUT_MS: String(ENQUEUE_TIMEOUT_MS) });
   t.teardown(() => gh.close());
   const direct = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX });
   t.teardown(() => direct.close());
@@ -109,7 +109,7 @@ async function resend(t: ExecutionContext, send: (b: Record<string, unknown>) =>
 }
 
 test('Redis cut: 503 at once, 202 again by itself after it returns, nothing lost or doubled', async (t) => {
-  const proxy = await startProxy(REDIS_PORT);
+  const proxy = await startProxy(TEST_REDIS_URL);
   const { direct, tenant, send } = await pipeline(t, proxy);
 
   const before = await acceptAll(t, send, 10);
@@ -139,7 +139,7 @@ test('Redis cut: 503 at once, 202 again by itself after it returns, nothing lost
 });
 
 test('Redis hangs (new connections stall): 503 within the enqueue bound, then 202 again', async (t) => {
-  const proxy = await startProxy(REDIS_PORT);
+  const proxy = await startProxy(TEST_REDIS_URL);
   const { direct, tenant, send } = await pipeline(t, proxy);
 
   const before = await acceptAll(t, send, 10);
@@ -160,7 +160,7 @@ test('Redis hangs (new connections stall): 503 within the enqueue bound, then 20
 });
 
 test('Redis stops answering on open connections: 503 within the enqueue bound; a late-landing refused event is still one event', async (t) => {
-  const proxy = await startFreezableProxy(REDIS_PORT);
+  const proxy = await startFreezableProxy(TEST_REDIS_URL);
   const { direct, tenant, send } = await pipeline(t, proxy);
 
   const before = await acceptAll(t, send, 10);

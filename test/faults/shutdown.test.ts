@@ -20,13 +20,14 @@ test.after.always(() => h.close());
 
 test('gateway: requests in flight at SIGTERM are answered, then it exits 0 and refuses new connections', async (t) => {
   const tenant = await newTenant(h);
-  const gw = await spawnIntake('gateway', h.env);
+  // The body's bound is not under test here: a loaded machine must not reach it.
+  const gw = await spawnIntake('gateway', { ...h.env, BODY_TIMEOUT_MS: '60000' });
   t.teardown(() => void gw.kill('SIGKILL'));
   // Each request has its headers and part of its body on the wire when the signal arrives.
   const started = halfSentTracks(gw.url, tenant.slug, tenant.key, 10);
   // The server must have read every request's headers, or a busy machine's SIGTERM finds idle connections.
-  const allInFlight = async () => /^intake_http_requests_in_flight 10$/m.test((await request(gw.url, '/metrics', { method: 'GET' })).text);
-  t.true(await eventually(allInFlight, { timeoutMs: 10_000, intervalMs: 50 }), 'all ten requests reached the gateway');
+  const allReading = async () => /^intake_http_uploads_in_progress 10$/m.test((await request(gw.url, '/metrics', { method: 'GET' })).text);
+  t.true(await eventually(allReading, { timeoutMs: 10_000, intervalMs: 50 }), 'all ten requests reached the gateway');
   gw.process.kill('SIGTERM');
   // Once draining it accepts no new connection (poll: the signal takes a moment to land).
   const refused = await eventually(
@@ -94,8 +95,8 @@ test('npm run gateway: a SIGTERM sent to npm reaches the gateway, which drains a
 });
 
 // BullMQ reports a queue's connection setup failing as an 'error' event; closing a queue strips
-// its listeners, so a close while that setup was in flight used to end the process (seen in CI
-// when `intake dev` got SIGTERM right after starting).
+// its listeners, so a close while that setup is in flight would end the process (`intake dev`
+// given SIGTERM right after it starts); closeQueues() waits for the setup to settle.
 test('a gateway, worker and dashboard closed the moment they start close cleanly, without an unhandled error', async (t) => {
   const log = createLogger('silent', 'test');
   for (let round = 0; round < 3; round++) {

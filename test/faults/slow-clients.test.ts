@@ -1,7 +1,10 @@
-// Clients that hold the gateway's connections or memory: headers or bodies sent too slowly are
-// cut off by the server's timeouts, bodies over the raw limits are refused without being read,
-// and twenty clients trickling bodies at once neither blow up the gateway's memory nor keep
-// others from being served. Raw sockets, because an HTTP client would not send what these do.
+// Clients that hold the gateway's connections or memory: headers sent too slowly are cut off
+// by the server's header timeout, a body that stalls or trickles by the body bound
+// (BODY_TIMEOUT_MS, BODY_MIN_BYTES_PER_SECOND) in seconds, a body steady enough for that but
+// slower than the request timeout at 30 s; bodies over the raw limits are refused without
+// being read, and twenty clients trickling bodies at once neither blow up the gateway's memory
+// nor keep others from being served. Raw sockets, because an HTTP client would not send what
+// these do.
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as wait } from 'node:timers/promises';
@@ -18,6 +21,7 @@ const TRACK_LIMIT = defaults.trackRawBodyLimit;
 const IDENTIFY_LIMIT = defaults.identifyBodyLimit;
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
+const BODY_TIMEOUT_MS = defaults.bodyTimeoutMs;
 
 let h: Harness;
 let tenant: Tenant;
@@ -130,7 +134,7 @@ test('headers sent too slowly: 408 and the connection closed at the header timeo
   t.is(conn.answer()?.status, 408, conn.received());
 });
 
-test('a body sent slower than the request timeout: 408 and the connection closed at the request timeout', async (t) => {
+test('a body trickled far below the minimum rate: 408 JSON and the connection closed at the body timeout, not the request timeout', async (t) => {
   const body = Buffer.from(JSON.stringify(trackBody({ properties: { pad: 'x'.repeat(2000) } })));
   const conn = connect(gateway.url);
   await conn.write(head(`/api/track/${tenant.slug}`, apiHeaders({ 'Content-Length': body.length })));
@@ -142,19 +146,45 @@ test('a body sent slower than the request timeout: 408 and the connection closed
   }, 1000);
   t.teardown(() => clearInterval(trickle));
 
-  const closedAfterMs = await Promise.race([conn.closed, giveUpAfter(55_000)]);
+  const closedAfterMs = await Promise.race([conn.closed, giveUpAfter(REQUEST_TIMEOUT_MS)]);
   clearInterval(trickle);
   t.truthy(closedAfterMs, 'the gateway closed the connection');
   t.log(`cut off after ${Math.round(closedAfterMs!)} ms, ${sent} of ${body.length} body bytes sent`);
+  t.true(closedAfterMs! >= BODY_TIMEOUT_MS - 500, 'not before the body timeout');
+  // Cut by the body bound (5 s, checked every 250 ms), long before the request timeout: the
+  // margin is for a loaded machine, whose timers run seconds late.
+  t.true(closedAfterMs! < REQUEST_TIMEOUT_MS - 10_000, 'promptly after the body timeout, long before the request timeout');
+  t.is(conn.answer()?.status, 408, conn.received());
+  t.is(conn.answer()?.body, '{"error":"Request timeout"}');
+});
+
+test('a body steady above the minimum rate but slower than the request timeout: 408 and the connection closed at the request timeout', async (t) => {
+  // 30 KB a second, well above the 16 KiB minimum even with late timers on a loaded machine: the
+  // 1 MiB body would take 34 s.
+  const opening = Buffer.from('{"type":"track","userId":"u","properties":{"pad":"');
+  const conn = connect(gateway.url);
+  await conn.write(head(`/api/track/${tenant.slug}`, apiHeaders({ 'Content-Length': TRACK_LIMIT })));
+  await conn.write(opening);
+  let sent = opening.length;
+  const trickle = setInterval(() => {
+    void conn.write(PAD.subarray(0, 6144));
+    sent += 6144;
+  }, 200);
+  t.teardown(() => clearInterval(trickle));
+
+  const closedAfterMs = await Promise.race([conn.closed, giveUpAfter(55_000)]);
+  clearInterval(trickle);
+  t.truthy(closedAfterMs, 'the gateway closed the connection');
+  t.log(`cut off after ${Math.round(closedAfterMs!)} ms, ${sent} of ${TRACK_LIMIT} body bytes sent`);
   t.true(closedAfterMs! >= REQUEST_TIMEOUT_MS - 500, 'not before the request timeout');
   t.true(closedAfterMs! < REQUEST_TIMEOUT_MS + 10_000, 'promptly after the request timeout');
-  t.true(sent < body.length);
+  t.true(sent < TRACK_LIMIT);
   t.is(conn.answer()?.status, 408, conn.received());
 });
 
 const apis = [
   { name: 'Track', path: () => `/api/track/${tenant.slug}`, limit: TRACK_LIMIT, refusal: '{"error":"Track event is too large"}' },
-  // README, "Decisions": the spec sets no Identify limit; IDENTIFY_BODY_LIMIT is a memory guard.
+  // docs/decisions.md: the spec sets no Identify limit; IDENTIFY_BODY_LIMIT is a memory guard.
   { name: 'Identify', path: () => `/api/identify/${tenant.slug}`, limit: IDENTIFY_LIMIT, refusal: '{"error":"Request body is too large"}' },
 ];
 

@@ -1,6 +1,6 @@
 // Every error response the spec allows, as data: a non-2xx answer of the gateway must be
 // exactly one of these (or one of the product decisions that give an error a text where the
-// spec gives none: README "Decisions"). Nothing here is imported from the service.
+// spec gives none: docs/decisions.md). Nothing here is imported from the service.
 import type { RawReply } from './client.ts';
 
 export type Endpoint = 'track' | 'identify' | 'profiles';
@@ -12,7 +12,7 @@ const SHARED: Record<number, string[]> = {
   400: ['Invalid org slug', 'Invalid environment'],
   401: ['Missing API key', 'Invalid API key'],
   403: ['Forbidden'],
-  429: ['Too many requests'], // overload (README "Decisions")
+  429: ['Too many requests'], // overload (docs/decisions.md)
 };
 
 const BY_ENDPOINT: Record<Endpoint, Record<number, string[]>> = {
@@ -24,7 +24,8 @@ const BY_ENDPOINT: Record<Endpoint, Record<number, string[]>> = {
       'String must contain at least 1 character(s)',
       'Invalid datetime',
       'At least one of userId or anonymousId is required',
-      'Reserved event name', // README "Decisions"
+      'Reserved event name', // docs/decisions.md
+      'String must be well-formed Unicode (no unpaired surrogate)', // docs/decisions.md
       ...typeMessages('string'),
       ...typeMessages('object'),
     ],
@@ -32,7 +33,7 @@ const BY_ENDPOINT: Record<Endpoint, Record<number, string[]>> = {
   },
   identify: {
     400: ['timestamp cannot be more than 5 minutes in the future'],
-    413: ['Request body is too large'], // README "Decisions"
+    413: ['Request body is too large'], // docs/decisions.md
   },
   profiles: {
     404: ['Profile not found'],

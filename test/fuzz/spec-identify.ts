@@ -1,7 +1,8 @@
 // What the spec says Identify answers for a parsed body, from its text alone: valid or not,
 // and for an invalid body the issues its tables name (path and message) that must be among
 // the `issues[]`. Messages of cases the spec does not spell out (an enum value outside the
-// list) are checked by path only; cases it leaves open make the expectation `unknown`.
+// list) are checked by path only; cases it leaves open make the expectation `unknown`. IDs with
+// an unpaired surrogate are refused by docs/decisions.md, not by the spec.
 import { specTimestamp } from './spec-timestamp.ts';
 
 export interface IssueMatcher {
@@ -26,7 +27,10 @@ const M = {
   expiresAt: 'expiresAt is required for a granted implied_contract decision (termination + CASL window)',
   trackingEmail: 'tracking consent applies to the email channel only',
   trackingBasis: "a tracking grant needs basis 'consent'",
+  notWellFormed: 'String must be well-formed Unicode (no unpaired surrogate)',
 };
+/** With the `u` flag a paired surrogate is one code point, so \p{Cs} matches only unpaired ones. */
+const UNPAIRED_SURROGATE = /\p{Cs}/u;
 const ENUMS: Record<string, string[]> = {
   channel: ['email', 'sms'],
   status: ['granted', 'withdrawn', 'unknown'],
@@ -53,6 +57,7 @@ export function specIdentify(body: unknown, now: number): IdentifyExpectation {
     const b = blank(v);
     if (b === 'yes') issues.push({ path: [name], message: M.tooSmall });
     if (b === 'maybe') open = true;
+    if (b === 'no' && UNPAIRED_SURROGATE.test(v)) issues.push({ path: [name], message: M.notWellFormed });
   };
   const optionalObject = (name: string) => {
     const v = body[name];

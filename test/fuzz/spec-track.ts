@@ -1,12 +1,16 @@
 // What the spec says Track answers for a parsed body, from its text alone: the fields in the
 // spec's order, the first problem only, with the messages of its tables (zod's wording for
-// the type mismatches it lists one example of). `Reserved event name` is README's decision.
+// the type mismatches it lists one example of). `Reserved event name` and the refusal of IDs
+// with an unpaired surrogate are docs/decisions.md's.
 import { specTimestamp } from './spec-timestamp.ts';
 
 export type Expectation = { kind: 'accepted' } | { kind: 'error'; status: number; body: Record<string, unknown> } | { kind: 'unknown' };
 
 const RESERVED = new Set(['profile_fields_changed', 'subscription_changed']);
 const ASCII_BLANK = /^[ \t\n\r]*$/;
+/** With the `u` flag a paired surrogate is one code point, so \p{Cs} matches only unpaired ones. */
+const UNPAIRED_SURROGATE = /\p{Cs}/u;
+const NOT_WELL_FORMED = 'String must be well-formed Unicode (no unpaired surrogate)';
 const JS_BLANK = /^\s*$/;
 
 const jsonType = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
@@ -21,8 +25,15 @@ export function specTrack(body: unknown): Expectation[] {
   const requiredString = (v: unknown) => (typeof v === 'string' ? (v === '' ? 'String must contain at least 1 character(s)' : null) : typeMessage('string', v));
   const optionalId = (v: unknown) => (v === undefined || v === null || typeof v === 'string' ? null : typeMessage('string', v));
   const optionalObject = (v: unknown) => (v === undefined || isObject(v) ? null : typeMessage('object', v));
+  const wellFormed = (v: unknown) => (typeof v === 'string' && UNPAIRED_SURROGATE.test(v) ? NOT_WELL_FORMED : null);
+  const id = (problem: string | null, v: unknown) => problem ?? wellFormed(v);
 
-  for (const problem of [requiredString(body.messageId), optionalId(body.userId), optionalId(body.anonymousId), requiredString(body.event)]) {
+  for (const problem of [
+    id(requiredString(body.messageId), body.messageId),
+    id(optionalId(body.userId), body.userId),
+    id(optionalId(body.anonymousId), body.anonymousId),
+    requiredString(body.event),
+  ]) {
     if (problem) return fail(problem);
   }
   if (RESERVED.has(body.event as string)) return fail('Reserved event name');

@@ -153,14 +153,14 @@ test.serial('GET /metrics on either process adds up both: N requests raise the c
 });
 
 test.serial('SIGTERM: requests in flight on both processes are answered, then every process stops and the command exits 0', async (t) => {
-  // The drain's bound is not under test here: a loaded machine must not reach it.
-  const gateway = await startGateway(t, { SHUTDOWN_TIMEOUT_MS: '60000' });
+  // Neither the drain's bound nor the body's is under test here: a loaded machine must not reach them.
+  const gateway = await startGateway(t, { SHUTDOWN_TIMEOUT_MS: '60000', BODY_TIMEOUT_MS: '60000' });
   const tenant = await newTenant(h);
   // Each request has its headers and part of its body on the wire when the signal arrives.
   const started = halfSentTracks(gateway.url, tenant.slug, tenant.key, 10);
-  // The aggregate in-flight gauge is the sum over the processes.
-  const inFlight = async () => samples((await once(gateway.url, '/metrics')).text).get(METRIC_NAMES.inFlight);
-  t.is(await eventually(async () => (await inFlight()) === 10, { timeoutMs: 10_000, intervalMs: 50 }), true, 'all ten requests reached the gateway');
+  // The aggregate gauge of bodies being read is the sum over the processes.
+  const uploads = async () => samples((await once(gateway.url, '/metrics')).text).get(METRIC_NAMES.uploads);
+  t.is(await eventually(async () => (await uploads()) === 10, { timeoutMs: 10_000, intervalMs: 50 }), true, 'all ten requests reached the gateway');
   const signalledAt = Date.now();
   gateway.process.kill('SIGTERM');
   const refused = await eventually(

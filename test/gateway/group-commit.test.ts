@@ -106,9 +106,9 @@ test('duplicates inside one batch travel in it (the database makes them one even
 
 for (const fault of ['stall', 'cut'] as const) {
   test(`a batch whose add ${fault === 'stall' ? 'times out' : 'fails'} rejects every add in it and stores none of its events`, async (t) => {
-    const proxy = await startProxy(Number(new URL(TEST_REDIS_URL).port || 6379));
+    const proxy = await startProxy(TEST_REDIS_URL);
     t.teardown(() => proxy.close());
-    const queue = await producerQueue(t, proxy.url('redis'));
+    const queue = await producerQueue(t, proxy.url(TEST_REDIS_URL));
 
     proxy[fault](); // Redis stops answering (the add never completes in time), or the connection drops.
     const batches: { size: number; ok: boolean }[] = [];

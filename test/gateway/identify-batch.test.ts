@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { createDb, poolOf } from '../../common/db.ts';
 import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
-import { messageKeyOf } from '../../common/store/identify-rows.ts';
+import { messageKeyOf } from '../../common/store/identify-write.ts';
 import { toIdentifyCall, type IdentifyCall } from '../../common/store/identify-plan.ts';
 import { ProfileCache } from '../../common/store/profile-cache.ts';
 import type { ConsentDecisionInput, IdentifyInput } from '../../common/validation/identify.ts';
@@ -170,9 +170,8 @@ test('through the gateway: 50 calls at once, one refused: it answers 500 alone, 
 test('a batch is two round trips (BEGIN, locks and claim; write and COMMIT), three with consent', async (t) => {
   const tenant = await newTenant(h);
   const target = new URL(poolOf(h.db).options.connectionString!);
-  const relay = await startProxy(Number(target.port || 5432), target.hostname);
-  target.port = String(relay.port);
-  const db = createDb({ databaseUrl: target.toString(), databasePoolSize: 1 });
+  const relay = await startProxy(target.toString());
+  const db = createDb({ databaseUrl: relay.url(target.toString()), databasePoolSize: 1 });
   try {
     const pool = poolOf(db);
     await pool.query('SELECT 1'); // the connection's start-up is not the batch's
@@ -211,9 +210,8 @@ test('a write PostgreSQL refuses rolls back the COMMIT sent behind it: nothing o
 /** A pool of one connection through a relay that counts round trips. */
 async function countedPool(t: { teardown(fn: () => Promise<void>): void }) {
   const target = new URL(poolOf(h.db).options.connectionString!);
-  const relay = await startProxy(Number(target.port || 5432), target.hostname);
-  target.port = String(relay.port);
-  const db = createDb({ databaseUrl: target.toString(), databasePoolSize: 1 });
+  const relay = await startProxy(target.toString());
+  const db = createDb({ databaseUrl: relay.url(target.toString()), databasePoolSize: 1 });
   t.teardown(async () => {
     await poolOf(db).end();
     await relay.close();

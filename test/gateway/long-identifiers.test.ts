@@ -1,8 +1,8 @@
 // Identifiers of any length (issue 10): random, incompressible values of 3 KB, 20 KB and 100 KB as
 // messageId, userId, anonymousId, event name, email and phone. A btree entry cannot pass ~2.7 KB,
-// so before the digest keys such an event was answered 202 and never stored, and such an Identify
-// answered 500 forever. Each case runs through the public API and a real worker, and reads back
-// what a caller or an operator would.
+// so every index on such a value holds its digest: a plain index would refuse the row (a Track
+// event accepted and never stored, an Identify answered 500 on every retry). Each case runs
+// through the public API and a real worker, and reads back what a caller or an operator would.
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

@@ -1,6 +1,8 @@
-// Requests Node's HTTP parser refuses never reach Koa; the gateway (and the dashboard) still
+// Requests Node's HTTP server refuses or answers itself never reach Koa (a parse error, an
+// Expect other than 100-continue, HTTP/1.1 without Host); the gateway (and the dashboard) still
 // answer them with the contract's shape, a JSON `error`, and close the connection. Raw
-// sockets, since no HTTP client will send these.
+// sockets, since no HTTP client will send these. `Expect: 100-continue` is still served.
+import http from 'node:http';
 import test, { type ExecutionContext } from 'ava';
 import { createDb } from '../../common/db.ts';
 import { createLogger } from '../../common/logger.ts';
@@ -42,6 +44,13 @@ const CASES: [string, () => string, number, string][] = [
     'Request header fields too large',
   ],
   [
+    'an Expect other than 100-continue',
+    () => `POST /api/track/${slug()} HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Length: 2\r\n\r\n{}`,
+    417,
+    'Expectation failed',
+  ],
+  ['an HTTP/1.1 request without Host', () => `GET /api/profiles/${slug()}/u HTTP/1.1\r\n\r\n`, 400, 'Bad request'],
+  [
     'a URL past HTTP_MAX_HEADER_BYTES',
     () => `GET /api/profiles/${slug()}/${'u'.repeat(1_100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
     431,
@@ -77,7 +86,7 @@ test('gateway: still serves after the malformed requests, and a well-formed raw 
   t.is((await request(gateway.url, '/healthz', { method: 'GET' })).status, 200);
 });
 
-test('dashboard: the same five cases answer JSON errors and close the connection', async (t) => {
+test('dashboard: the same cases answer JSON errors and close the connection', async (t) => {
   const config = testConfig(testEnv({ DASHBOARD_PORT: '0' }));
   const db = createDb(config);
   const board = await startDashboard({ config, db, log: createLogger('silent', 'test-dashboard') });
@@ -87,4 +96,36 @@ test('dashboard: the same five cases answer JSON errors and close the connection
   });
   const url = `http://127.0.0.1:${board.port}`;
   for (const [what, bytes, status, error] of CASES) await answersJsonAndCloses(t, url, what, bytes(), status, error);
+});
+
+test('gateway: Expect: 100-continue gets 100 Continue, then the body is read and answered; HTTP/1.0 without Host is served', async (t) => {
+  const body = Buffer.from(JSON.stringify(trackBody()));
+  const reply = await new Promise<{ continued: boolean; status: number; text: string }>((resolve, reject) => {
+    let continued = false;
+    const req = http.request({
+      host: '127.0.0.1',
+      port: new URL(gateway.url).port,
+      method: 'POST',
+      path: `/api/track/${slug()}`,
+      agent: false,
+      headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'content-length': body.length, expect: '100-continue' },
+    });
+    // The body goes only once the server asked for it.
+    req.on('continue', () => ((continued = true), req.end(body)));
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ continued, status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.flushHeaders();
+  });
+  t.true(reply.continued, 'a 100 Continue came first');
+  t.is(reply.status, 202, reply.text);
+  const old = JSON.stringify(trackBody());
+  const { received } = await rawExchange(
+    gateway.url,
+    `POST /api/track/${slug()} HTTP/1.0\r\nX-Api-Key: ${tenant.key}\r\nContent-Length: ${old.length}\r\n\r\n${old}`,
+  );
+  t.is(parseAnswer(received).status, 202, received);
 });

@@ -1,21 +1,21 @@
 // GET /metrics of the gateway: request counts and latencies by route name and status, Track's
 // group-commit batch sizes, the events queue's depths (read at scrape time, left out rather
-// than hanging when Redis does not answer), in-flight requests and overload refusals; every API
-// route's documented statuses exist at zero from the start.
+// than hanging when Redis does not answer), in-flight requests, uploads being read, overload
+// refusals by reason and cut uploads; every API route's documented statuses exist at zero from
+// the start, and so does every refusal reason.
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { METRIC_NAMES, ROUTE_STATUSES } from '../../gateway/metrics/gateway-metrics.ts';
+import { REFUSAL_REASONS } from '../../gateway/admission.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { samples, series } from '../helpers/metrics.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
 import { startFreezableProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_REDIS_URL } from '../helpers/services.ts';
-
-const REDIS_PORT = Number(new URL(TEST_REDIS_URL).port || 6379);
 
 test('before any request, every status an API route can answer has its series at zero', async (t) => {
   const h = await openHarness();
@@ -34,10 +34,11 @@ test('before any request, every status an API route can answer has its series at
   }
   t.true(count > 20);
   t.is(m.get(series(`${METRIC_NAMES.batchSize}_count`, { outcome: 'failed' })), 0);
-  t.is(m.get(METRIC_NAMES.refusals), 0);
+  for (const reason of REFUSAL_REASONS) t.is(m.get(series(METRIC_NAMES.refusals, { reason })), 0, reason);
+  t.is(m.get(METRIC_NAMES.uploadsCut), 0);
 });
 
-test("the API routes' statuses are docs/openapi.yaml's, less the 408 and 431 Node's HTTP parser answers before routing", (t) => {
+test("the API routes' statuses are docs/openapi.yaml's, less the 417 and 431 Node's HTTP server answers before routing", (t) => {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
   const doc = parse(readFileSync(path.join(root, 'docs/openapi.yaml'), 'utf8'));
   const documented = new Map<string, number[]>();
@@ -49,7 +50,7 @@ test("the API routes' statuses are docs/openapi.yaml's, less the 408 and 431 Nod
   const routeOf: Record<string, keyof typeof ROUTE_STATUSES> = { track: 'track', identify: 'identify', getProfile: 'profiles' };
   t.deepEqual([...documented.keys()].sort(), Object.keys(routeOf).sort());
   for (const [operationId, statuses] of documented) {
-    t.deepEqual([...ROUTE_STATUSES[routeOf[operationId]]].sort(), statuses.filter((s) => s !== 408 && s !== 431).sort(), operationId);
+    t.deepEqual([...ROUTE_STATUSES[routeOf[operationId]]].sort(), statuses.filter((s) => s !== 417 && s !== 431).sort(), operationId);
   }
 });
 
@@ -123,7 +124,9 @@ test('after a few requests the metrics have the right counters, labels and value
   t.is(get(METRIC_NAMES.queueJobs, { queue: 'events', state: 'active' }), 0);
 
   t.is(get(METRIC_NAMES.inFlight), 0);
-  t.is(get(METRIC_NAMES.refusals), 0);
+  t.is(get(METRIC_NAMES.uploads), 0);
+  for (const reason of REFUSAL_REASONS) t.is(get(METRIC_NAMES.refusals, { reason }), 0, reason);
+  t.is(get(METRIC_NAMES.uploadsCut), 0);
   // prom-client's process metrics are there too.
   t.true(m.has('process_cpu_user_seconds_total'));
 
@@ -133,9 +136,9 @@ test('after a few requests the metrics have the right counters, labels and value
 });
 
 test('a scrape answers within its bound while Redis hangs, without queue depths, and has them again after', async (t) => {
-  const proxy = await startFreezableProxy(REDIS_PORT);
+  const proxy = await startFreezableProxy(TEST_REDIS_URL);
   t.teardown(() => proxy.close());
-  const h = await openHarness({ REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
+  const h = await openHarness({ REDIS_URL: proxy.url(TEST_REDIS_URL) });
   t.teardown(() => h.close());
   const gateway = await gatewayInProcess(h);
   t.teardown(() => gateway.close());

@@ -2,6 +2,7 @@
 import type { JobType, Queue } from 'bullmq';
 import { decodeTrack } from '../../common/json-tasks.ts';
 import type { EventBatchJob, QueuedEvent } from '../../common/queues.ts';
+import { eventually } from './eventually.ts';
 import { trackBody } from './http.ts';
 
 const EVERY_STATE: JobType[] = ['waiting', 'active', 'delayed', 'prioritized', 'paused', 'completed', 'failed'];
@@ -17,4 +18,15 @@ export function queuedEvent(environmentId: string, body: Record<string, unknown>
   const decoded = decodeTrack(JSON.stringify(trackBody(body)));
   if (decoded.kind !== 'ok') throw new Error(`not a valid Track body: ${decoded.kind}`);
   return { environmentId, messageId: decoded.track.messageId, receivedAt, timestampMs: decoded.timestampMs, payload: decoded.storedPayload };
+}
+
+/** Until batch job `id` has completed: a completed batch leaves Redis at once (common/queues.ts), so until it is gone. */
+export function batchCompleted(queue: Queue<EventBatchJob>, id: string, timeoutMs = 30_000): Promise<boolean> {
+  return eventually(async () => (await queue.getJob(id)) === undefined, { timeoutMs });
+}
+
+/** Whether the queue has nothing left to run: no batch waiting, active, delayed or paused. */
+export async function nothingToRun(queue: Queue<EventBatchJob>): Promise<boolean> {
+  const counts = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
+  return Object.values(counts).every((n) => n === 0);
 }

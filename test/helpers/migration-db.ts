@@ -25,7 +25,16 @@ export async function databaseBefore(t: ExecutionContext, migration: string, tag
   const pool = new pg.Pool({ connectionString: Object.assign(new URL(url), { pathname: `/${name}` }).toString(), max: 2 });
   t.teardown(async () => {
     await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
+    // A connection the test closed may still be leaving the server: try again for a few seconds.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
+        break;
+      } catch (err) {
+        if (attempt >= 50 || !/being accessed by other users/.test((err as Error).message)) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
     await admin.end();
   });
 

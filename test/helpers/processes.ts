@@ -18,10 +18,11 @@ const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bi
  * `ownPool`: the gateway gets connections of its own, as a separate process would, so a test
  * polling the database hard through the harness cannot make its requests wait for one.
  */
-export async function gatewayInProcess(h: Harness, options: { ownPool?: boolean } = {}) {
+export async function gatewayInProcess(h: Harness, options: { ownPool?: boolean; log?: Logger } = {}) {
   const db = options.ownPool ? createDb(h.config) : h.db;
   // TEST_LOG_LEVEL=error (say) shows what in-process gateways and workers log while debugging a test.
-  const gateway = await startGateway({ config: h.config, db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'test-gateway') });
+  const log = options.log ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'test-gateway');
+  const gateway = await startGateway({ config: h.config, db, log });
   return {
     url: `http://127.0.0.1:${gateway.port}`,
     async close() {
@@ -91,9 +92,13 @@ export function spawnIntake(command: 'gateway' | 'worker', env: Record<string, s
       child.kill('SIGKILL');
       reject(new Error(`intake ${command} did not start:\n${out}`));
     }, timeoutMs);
+    let started = false;
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
-      if (!ready.test(out)) return;
+      // Once up, the output is only kept: matching it again on every chunk would cost the test
+      // process time that grows with everything logged (a line per request under load).
+      if (started || !ready.test(out)) return;
+      started = true;
       clearTimeout(timer);
       const port = /"port":(\d+)/.exec(out)?.[1];
       resolve({

@@ -2,9 +2,33 @@
 // connections without disturbing the services other test files share.
 import net from 'node:net';
 
+/**
+ * `base` with its host and port replaced by the proxy's: the scheme, credentials, database
+ * number or name and query of TEST_REDIS_URL / TEST_DATABASE_URL (or of a gateway's URL) stay.
+ */
+export function throughProxy(base: string, port: number): string {
+  const url = new URL(base);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  // libpq's socket directory would win over the host: the proxy listens on TCP only.
+  url.searchParams.delete('host');
+  return url.toString();
+}
+
+const DEFAULT_PORTS: Record<string, number> = { 'redis:': 6379, 'rediss:': 6379, 'postgresql:': 5432, 'postgres:': 5432, 'http:': 80 };
+
+/** Where a service URL points: its host and port (the scheme's default port when it names none). */
+export function targetOf(serviceUrl: string): { host: string; port: number } {
+  const url = new URL(serviceUrl);
+  const port = Number(url.port || DEFAULT_PORTS[url.protocol]);
+  if (!port) throw new Error(`no port in ${url.protocol} URL and no default for its scheme`);
+  return { host: url.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1', port };
+}
+
 export interface Proxy {
   port: number;
-  url(scheme: string, pathname?: string): string;
+  /** `base` (a URL of the service behind the proxy) as reached through the proxy: throughProxy(). */
+  url(base: string): string;
   /** Drop every connection and refuse new ones (like a server that went away). */
   cut(): void;
   /** Accept connections but never forward a byte (like a server that hangs). */
@@ -16,7 +40,9 @@ export interface Proxy {
   close(): Promise<void>;
 }
 
-export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<Proxy> {
+/** A proxy in front of `target`: a service URL (TEST_REDIS_URL, TEST_DATABASE_URL, a gateway's), or a port on 127.0.0.1. */
+export async function startProxy(target: string | number): Promise<Proxy> {
+  const { host: targetHost, port: targetPort } = typeof target === 'string' ? targetOf(target) : { host: '127.0.0.1', port: target };
   let mode: 'open' | 'cut' | 'stall' = 'open';
   let trips = 0;
   let answered = true;
@@ -51,7 +77,7 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
   };
   return {
     port,
-    url: (scheme, pathname = '') => `${scheme}://127.0.0.1:${port}${pathname}`,
+    url: (base) => throughProxy(base, port),
     cut() {
       mode = 'cut';
       dropAll();
@@ -79,7 +105,8 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
  * just stops passing bytes: Redis (or the network) hangs under commands already sent, the
  * case the enqueue bound exists for.
  */
-export async function startFreezableProxy(targetPort: number) {
+export async function startFreezableProxy(target: string) {
+  const { host: targetHost, port: targetPort } = targetOf(target);
   let frozen = false;
   const held: (() => void)[] = [];
   const sockets = new Set<net.Socket>();
@@ -92,7 +119,7 @@ export async function startFreezableProxy(targetPort: number) {
       else write();
     });
   const server = net.createServer((client) => {
-    const upstream = net.connect(targetPort, '127.0.0.1');
+    const upstream = net.connect(targetPort, targetHost);
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on('error', () => {});
@@ -106,8 +133,10 @@ export async function startFreezableProxy(targetPort: number) {
     forward(upstream, client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
   return {
-    port: (server.address() as net.AddressInfo).port,
+    port,
+    url: (base: string) => throughProxy(base, port),
     freeze() {
       frozen = true;
     },

@@ -11,13 +11,15 @@ import { loadQueueModules, openOperator, type OperatorDeps } from '../../cli/ope
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_test';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The start of every test's Redis key prefix: a run of its own (TEST_KEY_PREFIX=mine-1) can find every key it made. */
+const KEY_PREFIX = process.env.TEST_KEY_PREFIX || 'test';
 
 /** Environment variables for a process under test (in-process config or a child's env). */
 export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
   return {
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_URL: TEST_REDIS_URL,
-    QUEUE_PREFIX: `test-${randomBytes(6).toString('hex')}`,
+    QUEUE_PREFIX: `${KEY_PREFIX}-${randomBytes(6).toString('hex')}`,
     LOG_LEVEL: 'silent',
     PORT: '0',
     WORKER_METRICS_PORT: '0',
@@ -25,6 +27,8 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     DATABASE_POOL_SIZE: '4',
     // One process per gateway keeps the suite light; test/gateway/cluster.test.ts runs several.
     GATEWAY_PROCESSES: '1',
+    // A .env of the checkout (a developer's own settings) must not reach the processes under test.
+    INTAKE_ENV_FILE: '',
     ...overrides,
   };
 }
@@ -67,7 +71,7 @@ export async function openHarness(overrides: Record<string, string> = {}): Promi
   return { config, env, db, operator, close: () => operator.close() };
 }
 
-/** Close a harness whose queue nothing will run again, emptying it first: its completed jobs would stay in Redis for an hour. */
+/** Close a harness whose queue nothing will run again, emptying it first: its waiting and failed jobs would stay in Redis. */
 export async function closeEmptied(h: Harness | undefined): Promise<void> {
   await h?.operator
     .eventsQueue()

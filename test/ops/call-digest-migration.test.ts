@@ -27,7 +27,7 @@ test('claims recorded before call digests answer duplicate and conflict as befor
     { messageId: 'm-' + 'é'.repeat(500), userId: 'back\\slash', timestampMs: 5, traits: {} },
   ];
   for (const m of old) {
-    // As the store wrote them before the migration (identify-rows.ts then).
+    // As the store wrote them before the migration.
     await pool.query(
       `INSERT INTO identify_messages (environment_id, message_id, message_hash, user_id, timestamp_ms, traits) VALUES ($1, $2, $3, $4, $5, $6)`,
       [ENV, toPgText(m.messageId), hashStored(toPgText(m.messageId)), toPgText(m.userId), m.timestampMs, stringifyJson(m.traits)],

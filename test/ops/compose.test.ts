@@ -14,7 +14,7 @@ import { parse } from 'yaml';
 import { atLeast, formatVersion, parseComposeVersion, statedMinimum, type Version } from '../../scripts/compose-check.mts';
 import { loadConfig } from '../../common/config.ts';
 import { createLogger } from '../../common/logger.ts';
-import { startDashboard } from '../../gateway/dashboard.ts';
+import { exposureProblem, startDashboard } from '../../gateway/dashboard.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
 import { openHarness } from '../helpers/services.ts';
@@ -69,7 +69,17 @@ test('each intake service runs its npm script, which is the `bin/intake.js <comm
     // The script execs node (so SIGTERM reaches it); the service runs the same command directly.
     t.is(scripts[name], `exec ${service.command.join(' ')}`, `npm run ${name}`);
     t.is(service.image, services.gateway.image, `${name} uses the one intake image`);
-    t.is(service.build, '.', name);
+  }
+  // The image is built once: by migrate, which every other intake service waits for; they never pull it.
+  t.deepEqual(
+    INTAKE_SERVICES.filter((name) => services[name].build !== undefined),
+    ['migrate'],
+    'one service builds the image',
+  );
+  t.is(services.migrate.build, '.');
+  for (const name of INTAKE_SERVICES.filter((n) => n !== 'migrate')) {
+    t.is(services[name].pull_policy, 'never', `${name} runs the image migrate built`);
+    t.is(services[name].depends_on.migrate.condition, 'service_completed_successfully', `${name} starts after migrate`);
   }
   // The long-running ones are restarted; the one-shot migrate is not, and the rest wait for it.
   for (const name of ['gateway', 'worker', 'dashboard']) t.is(services[name].restart, 'unless-stopped', name);
@@ -116,7 +126,21 @@ test('gateway and worker scale: health checks, no container_name, no host port o
   t.regex(proxyConfig, /resolver 127\.0\.0\.11 /);
   // The dashboard is one instance, reachable from the Docker host only unless the user changes that.
   t.deepEqual(services.dashboard.ports.map(withDefaults), ['127.0.0.1:3001:3001']);
-  t.is(services.dashboard.depends_on.migrate, undefined, 'the dashboard needs only Redis');
+  t.deepEqual(Object.keys(services.dashboard.depends_on).sort(), ['migrate', 'redis'], 'the dashboard needs Redis and the migrated tables of its live pages');
+});
+
+test('the dashboard runs on request only (its profile), and only with DASHBOARD_PASSWORD', (t) => {
+  const dashboard = services.dashboard;
+  t.deepEqual(dashboard.profiles, ['dashboard']);
+  // Inside the container it must listen where the published port arrives (not its loopback),
+  // which intake allows only with a password: a plain `--profile dashboard up` refuses to start.
+  const env = Object.fromEntries(Object.entries<string>(dashboard.environment).map(([k, v]) => [k, withDefaults(String(v))]));
+  const config = loadConfig(env);
+  t.is(config.dashboardHost, '0.0.0.0');
+  t.is(config.dashboardPassword, '');
+  t.regex(exposureProblem(config) ?? '', /^DASHBOARD_HOST=0\.0\.0\.0 is not a loopback address: set DASHBOARD_PASSWORD/);
+  t.is(dashboard.environment.DASHBOARD_PASSWORD, '${DASHBOARD_PASSWORD:-}', 'the password comes from the user');
+  t.is(exposureProblem(loadConfig({ ...env, DASHBOARD_PASSWORD: 'set by the user' })), null);
 });
 
 test('health checks and the proxy config contain no `$` that compose would interpolate', (t) => {
@@ -142,6 +166,7 @@ const SINCE: Record<string, Record<string, string>> = {
     environment: SPEC,
     healthcheck: SPEC,
     image: SPEC,
+    pull_policy: '2.0.0',
     init: SPEC,
     ports: SPEC,
     profiles: '1.28.0',
@@ -284,4 +309,41 @@ test.serial('the dashboard health check passes against a running dashboard', asy
   t.true(await healthy('dashboard', { DASHBOARD_PORT: String(board.port) }));
   await board.close();
   t.is(await runHealthcheck('dashboard', { DASHBOARD_PORT: String(board.port) }), 1);
+});
+
+test('the cluster profile: a three-master Redis Cluster with a replica each, a streaming PostgreSQL replica, and intake set to use them', (t) => {
+  const inCluster = Object.entries(services).filter(([, service]) => service.profiles?.includes('cluster'));
+  t.deepEqual(inCluster.map(([name]) => name).sort(), [
+    'gateway-cluster',
+    'postgres-replica',
+    'redis-cluster-1',
+    'redis-cluster-2',
+    'redis-cluster-3',
+    'redis-cluster-4',
+    'redis-cluster-5',
+    'redis-cluster-6',
+    'redis-cluster-init',
+    'worker-cluster',
+  ]);
+  for (let n = 1; n <= 6; n++) {
+    const args: string[] = services[`redis-cluster-${n}`].command.map(withDefaults);
+    const option = (name: string) => args[args.indexOf(`--${name}`) + 1];
+    t.is(option('cluster-enabled'), 'yes');
+    t.is(option('appendonly'), 'yes');
+    t.is(option('maxmemory-policy'), 'noeviction');
+    t.true((services[`redis-cluster-${n}`].volumes as string[]).some((v) => v.endsWith(':/data')));
+  }
+  t.regex(services['redis-cluster-init'].command.join(' '), /--cluster create .*--cluster-replicas 1 --cluster-yes/);
+  t.regex(services['postgres-replica'].command.join(' '), /pg_basebackup -h postgres .* -R /);
+  t.regex(compose.configs['postgres-hba'].content, /^host replication all all scram-sha-256$/m);
+  t.true(services.postgres.command.includes('hba_file=/etc/postgresql/pg_hba.conf'));
+  for (const name of ['gateway-cluster', 'worker-cluster']) {
+    t.deepEqual(services[name].command, ['node', 'bin/intake.js', name.replace('-cluster', '')]);
+    const env = Object.fromEntries(Object.entries<string>(services[name].environment).map(([k, v]) => [k, withDefaults(String(v))]));
+    const config = loadConfig(env);
+    t.deepEqual(config.redisClusterNodes, ['redis-cluster-1:6379', 'redis-cluster-2:6379', 'redis-cluster-3:6379']);
+    t.is(config.queuePartitions, 3);
+    t.is(config.redisMinReplicaAcks, 1);
+    t.is(new URL(config.databaseReadUrl).hostname, 'postgres-replica');
+  }
 });

@@ -1,7 +1,9 @@
-// The queue dashboard over real HTTP: basic auth, the queues it lists, read-only mode, and the
-// `intake dashboard` / `intake dev` processes (readiness line, warnings, SIGTERM).
+// The queue dashboard over real HTTP: closed by default (loopback, job data hidden without a
+// password, no other address without one), basic auth, the queues it lists, read-only mode, and
+// the `intake dashboard` / `intake dev` processes (readiness line, warnings, SIGTERM).
 import { spawn } from 'node:child_process';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
@@ -10,7 +12,7 @@ import type { Config } from '../../common/config.ts';
 import { createLogger } from '../../common/logger.ts';
 import { DEAD_LETTER_QUEUE, EVENTS_QUEUE, SERVICE_EVENTS_QUEUE } from '../../common/queues.ts';
 import { createRedis } from '../../common/redis.ts';
-import { startDashboard, type Dashboard } from '../../gateway/dashboard.ts';
+import { exposureProblem, HIDDEN_JOB_DATA, isLoopback, startDashboard, type Dashboard } from '../../gateway/dashboard.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request } from '../helpers/http.ts';
 import { createDb } from '../../common/db.ts';
@@ -35,6 +37,53 @@ async function dashboard(overrides: Record<string, string> = {}): Promise<{ url:
   return { url: `http://127.0.0.1:${board.port}`, config, board };
 }
 
+/** An address of this host that is not loopback (how another machine would reach it), if it has one. */
+const outside = Object.values(os.networkInterfaces())
+  .flat()
+  .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+
+/** Whether a TCP connection to host:port is accepted. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, host, () => (socket.destroy(), resolve(true)));
+    socket.on('error', () => resolve(false));
+    socket.setTimeout(3000, () => (socket.destroy(), resolve(false)));
+  });
+}
+
+/** A completed and a failed job on the events queue whose data and return value hold a user's data. */
+async function jobsWithPersonalData(config: Config): Promise<void> {
+  const connection = createRedis(config, 'worker');
+  const queue = new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix });
+  opened.push({ close: async () => (await queue.obliterate({ force: true }), await queue.close(), connection.disconnect()) });
+  const data = (n: number) => ({
+    events: [{ messageId: `secret-message-${n}`, payload: `{"userId":"secret-user-${n}","properties":{"plan":"secret-plan"}}` }],
+  });
+  let runs = 0;
+  const worker = new Worker(
+    EVENTS_QUEUE,
+    async (job) => {
+      if (++runs === 2) throw new Error('boom');
+      return { echoed: job.data.events[0].messageId };
+    },
+    { connection, prefix: config.queuePrefix },
+  );
+  const completed = new Promise((resolve) => worker.once('completed', resolve));
+  const failed = new Promise((resolve) => worker.once('failed', resolve));
+  await queue.add('track (1 event)', data(1), { jobId: 'done-1', attempts: 1 });
+  await completed;
+  await queue.add('track (1 event)', data(2), { jobId: 'failed-1', attempts: 1 });
+  await failed;
+  await worker.close();
+}
+
+/** The events queue's jobs of one status as the dashboard's API lists them, and the raw answer. */
+async function listed(url: string, status: string, headers: Record<string, string> = {}) {
+  const res = await request(url, `/api/queues?activeQueue=${EVENTS_QUEUE}&status=${status}`, { method: 'GET', headers });
+  const queue = (res.json?.queues as { name: string; jobs: Record<string, unknown>[] }[] | undefined)?.find((q) => q.name === EVENTS_QUEUE);
+  return { status: res.status, text: res.text, jobs: queue?.jobs ?? [] };
+}
+
 /** A job on the events queue that failed its only attempt, as a worker leaves it after the last retry. */
 async function failedJob(config: Config): Promise<{ id: string; queue: Queue }> {
   const connection = createRedis(config, 'worker');
@@ -53,6 +102,120 @@ async function failedJob(config: Config): Promise<{ id: string; queue: Queue }> 
   await failing.close();
   return { id: job.id!, queue };
 }
+
+// ---- closed by default --------------------------------------------------------------------
+
+test('loopback addresses: 127.0.0.0/8, ::1 in any spelling, localhost; nothing else', (t) => {
+  for (const host of ['127.0.0.1', '127.1.2.3', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', 'localhost']) t.true(isLoopback(host), host);
+  for (const host of ['0.0.0.0', '::', '192.0.2.2', '10.0.0.1', '::ffff:10.0.0.1', 'fe80::1', 'example.com', 'localhost.example.com', '128.0.0.1']) {
+    t.false(isLoopback(host), host);
+  }
+});
+
+test('the rule: a password, or loopback and read-only', (t) => {
+  const rule = (dashboardHost: string, dashboardPassword: string, dashboardReadOnly = true) =>
+    exposureProblem({ dashboardHost, dashboardPassword, dashboardReadOnly });
+  t.is(rule('127.0.0.1', ''), null);
+  t.is(rule('::1', ''), null);
+  t.is(rule('0.0.0.0', 'pw'), null);
+  t.is(rule('127.0.0.1', 'pw', false), null);
+  t.is(rule('0.0.0.0', ''), 'DASHBOARD_HOST=0.0.0.0 is not a loopback address: set DASHBOARD_PASSWORD to listen there, or leave DASHBOARD_HOST at 127.0.0.1');
+  t.regex(rule('192.0.2.2', '') ?? '', /^DASHBOARD_HOST=192\.0\.2\.2 is not a loopback address: set DASHBOARD_PASSWORD/);
+  t.is(rule('127.0.0.1', '', false), 'DASHBOARD_READ_ONLY=false needs DASHBOARD_PASSWORD: without one the dashboard hides job data and stays read-only');
+});
+
+test("by default it listens on loopback only, also when HOST (the gateway's) is 0.0.0.0", async (t) => {
+  const config = testConfig(testEnv({ DASHBOARD_PORT: '0', HOST: '0.0.0.0' }));
+  t.is(config.dashboardHost, '127.0.0.1');
+  t.is(config.dashboardPassword, '');
+  const { board } = await dashboard({ HOST: '0.0.0.0', DASHBOARD_PASSWORD: '' });
+  t.true(await accepts('127.0.0.1', board.port));
+  if (outside === undefined) return t.log('this host has no non-loopback IPv4 address: only the loopback side is checked');
+  t.false(await accepts(outside, board.port), `not reachable at ${outside}`);
+});
+
+test('without a password: queues, counts and job names show; job data and return values do not', async (t) => {
+  const { url, config } = await dashboard({ DASHBOARD_PASSWORD: '' });
+  await jobsWithPersonalData(config);
+  const queues = await request(url, '/api/queues', { method: 'GET' });
+  t.is(queues.status, 200);
+  const counts = (queues.json.queues as { name: string; counts: Record<string, number> }[]).find((q) => q.name === EVENTS_QUEUE)!.counts;
+  t.like(counts, { completed: 1, failed: 1 });
+  for (const status of ['completed', 'failed', 'latest']) {
+    const { status: code, text, jobs } = await listed(url, status);
+    t.is(code, 200);
+    t.true(jobs.length > 0, status);
+    for (const job of jobs) {
+      t.is(job.name, 'track (1 event)');
+      t.is(job.data, HIDDEN_JOB_DATA);
+      t.true(job.returnValue === HIDDEN_JOB_DATA, JSON.stringify(job.returnValue));
+    }
+    t.false(text.includes('secret'), `${status}: ${text.slice(0, 300)}`);
+  }
+  // One job by id: the same.
+  const one = await request(url, `/api/queues/${EVENTS_QUEUE}/done-1`, { method: 'GET' });
+  t.is(one.status, 200);
+  t.is(one.json.job.data, HIDDEN_JOB_DATA);
+  t.false(one.text.includes('secret'));
+});
+
+test('with a password: unauthenticated requests get 401, authenticated ones see the job data', async (t) => {
+  const { url, config } = await dashboard();
+  await jobsWithPersonalData(config);
+  const refused = await request(url, `/api/queues?activeQueue=${EVENTS_QUEUE}&status=completed`, { method: 'GET' });
+  t.is(refused.status, 401);
+  t.false(refused.text.includes('secret'));
+  const done = await listed(url, 'completed', admin);
+  t.is(done.status, 200);
+  t.deepEqual(done.jobs[0].data, { events: [{ messageId: 'secret-message-1', payload: '{"userId":"secret-user-1","properties":{"plan":"secret-plan"}}' }] });
+  t.deepEqual(done.jobs[0].returnValue, { echoed: 'secret-message-1' });
+  const failed = await listed(url, 'failed', admin);
+  t.is((failed.jobs[0].data as { events: { messageId: string }[] }).events[0].messageId, 'secret-message-2');
+});
+
+test('with a password it may listen on every address: reachable from outside loopback, behind basic auth', async (t) => {
+  const { board } = await dashboard({ DASHBOARD_HOST: '0.0.0.0' });
+  const at = `http://${outside ?? '127.0.0.1'}:${board.port}`;
+  t.is((await request(at, '/api/queues', { method: 'GET' })).status, 401);
+  t.is((await request(at, '/api/queues', { method: 'GET', headers: admin })).status, 200);
+});
+
+test('on a non-loopback address without a password it refuses to start, before taking the port', async (t) => {
+  for (const host of ['0.0.0.0', outside ?? '::']) {
+    const config = testConfig(testEnv({ DASHBOARD_PORT: '0', DASHBOARD_HOST: host }));
+    await t.throwsAsync(startDashboard({ config, db: undefined as never, log: createLogger('silent', 'test-dashboard') }), {
+      message: new RegExp(`^DASHBOARD_HOST=${host.replaceAll('.', '\\.')} is not a loopback address: set DASHBOARD_PASSWORD`),
+    });
+  }
+  // Nor writable without one.
+  const writable = testConfig(testEnv({ DASHBOARD_PORT: '0', DASHBOARD_READ_ONLY: 'false' }));
+  await t.throwsAsync(startDashboard({ config: writable, db: undefined as never, log: createLogger('silent', 'test-dashboard') }), {
+    message: /^DASHBOARD_READ_ONLY=false needs DASHBOARD_PASSWORD/,
+  });
+});
+
+test('`intake dashboard` on 0.0.0.0 without DASHBOARD_PASSWORD: one line naming the setting, exit 1', async (t) => {
+  for (const [command, extra] of [
+    ['dashboard', {}],
+    ['dev', { DASHBOARD_PORT: '0' }],
+  ] as const) {
+    const child = spawn(process.execPath, [bin, command], {
+      env: { ...process.env, ...testEnv({ DASHBOARD_HOST: '0.0.0.0', ...extra }), LOG_LEVEL: 'silent' },
+      stdio: 'pipe',
+    });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const code = await new Promise((resolve) => child.once('exit', resolve));
+    t.is(code, 1, `${command}: ${err}`);
+    t.is(
+      err,
+      'intake: DASHBOARD_HOST=0.0.0.0 is not a loopback address: set DASHBOARD_PASSWORD to listen there, or leave DASHBOARD_HOST at 127.0.0.1\n',
+      command,
+    );
+  }
+});
+
+// ---- with a password ---------------------------------------------------------------------
 
 test('GET /healthz, /readyz and /metrics answer without credentials when a password is set', async (t) => {
   const { url } = await dashboard();
@@ -211,6 +374,7 @@ test('`intake dashboard` without DASHBOARD_PASSWORD warns that it is unauthentic
   const warning = lines.find((l) => /dashboard is unauthenticated/.test(l.msg));
   t.truthy(warning, child.output());
   t.is(warning.level, 40);
+  t.is(lines.find((l) => l.msg === 'dashboard listening').host, '127.0.0.1');
   const url = `http://127.0.0.1:${portOf(child.output(), 'dashboard listening')}`;
   const res = await request(url, '/api/queues', { method: 'GET' });
   t.is(res.status, 200);

@@ -11,7 +11,7 @@ import { isDeepStrictEqual, promisify } from 'node:util';
 import test from 'ava';
 import { createClient } from '../../clients/typescript/src/index.ts';
 import { lineMessageId } from '../../cli/import/lines.ts';
-import { messageKeyOf } from '../../common/store/identify-rows.ts';
+import { messageKeyOf } from '../../common/store/identify-write.ts';
 import { importCommand, TRACK_REPLAY_WARNING } from '../../cli/commands/import.ts';
 import { UsageError } from '../../cli/args.ts';
 import { ImportStopped, runImport } from '../../cli/import/run.ts';
@@ -40,14 +40,20 @@ const env = () => ({ ...process.env, ...h.env });
 
 interface Expected {
   text: string;
+  /** The line's bytes when they are not `text` in UTF-8. */
+  bytes?: Buffer;
   /** The traits a profile must end with, or why the line is not applied. */
   outcome: { userId: string; traits: Record<string, unknown> } | { invalid: string } | { refused: true } | { blank: true };
 }
 
-/** 10,000 lines: valid calls, lines that are not JSON or lack userId, calls the service refuses (400), a blank line. */
+/** 10,000 lines: valid calls, lines that are not UTF-8, not JSON or lack userId, calls the service refuses (400), a blank line. */
 function customers(count: number): Expected[] {
   return Array.from({ length: count }, (_, i): Expected => {
     if (i % 997 === 13) return { text: `{"userId":"broken-${i}","traits":{`, outcome: { invalid: 'not JSON' } };
+    if (i % 2503 === 11) {
+      const bytes = Buffer.from(`{"userId":"bytes-${i}-\xff"}`, 'latin1');
+      return { text: bytes.toString('latin1'), bytes, outcome: { invalid: 'not UTF-8' } };
+    }
     if (i % 1499 === 7) return { text: JSON.stringify({ traits: { plan: 'pro' } }), outcome: { invalid: 'no userId' } };
     if (i % 2003 === 5) return { text: JSON.stringify({ userId: `refused-${i}`, traits: null }), outcome: { refused: true } };
     if (i === 4321) return { text: '', outcome: { blank: true } };
@@ -60,7 +66,7 @@ test('10,000 lines, killed half-way and restarted: resumes, counts add up, each 
   const tenant = await newTenant(h);
   const lines = customers(10_000);
   const file = path.join(dir, 'customers.ndjson');
-  writeFileSync(file, lines.map((l) => l.text + '\n').join(''));
+  writeFileSync(file, Buffer.concat(lines.map((l) => Buffer.concat([l.bytes ?? Buffer.from(l.text), Buffer.from('\n')]))));
   const args = [bin, 'import', tenant.slug, '--file', file, '--url', gateway.url];
   const childEnv = { ...env(), INTAKE_API_KEY: tenant.key };
 
@@ -108,6 +114,11 @@ test('10,000 lines, killed half-way and restarted: resumes, counts add up, each 
   t.deepEqual(
     failedEntries.map((e) => e.line).sort((a, b) => a - b),
     [...invalid.map((i) => i.line), ...refused].sort((a, b) => a - b),
+  );
+  const notUtf8 = invalid.find((i) => i.reason === 'not UTF-8')!;
+  t.like(
+    failedEntries.find((e) => e.line === notUtf8.line),
+    { error: 'not UTF-8', base64: lines[notUtf8.line - 1].bytes!.toString('base64') },
   );
   const refusedEntry = failedEntries.find((e) => e.line === refused[0]);
   t.like(refusedEntry, { status: 400, error: 'Invalid Identify call', text: lines[refused[0] - 1].text });
@@ -187,7 +198,8 @@ test('Track replay is refused with the contract warning; usage errors exit 2, a 
 
   // The other usage mistakes, in-process (UsageError is what exits 2).
   const config = h.config;
-  const usage = (args: string[], environment: NodeJS.ProcessEnv = {}) => t.throwsAsync(importCommand(config, args, environment), { instanceOf: UsageError });
+  const usage = (args: string[], environment: NodeJS.ProcessEnv = {}) =>
+    t.throwsAsync(importCommand({ ...config, intakeApiKey: environment.INTAKE_API_KEY ?? '' }, args), { instanceOf: UsageError });
   t.regex((await usage(['acme', '--file', 'x.ndjson'])).message, /API key is required: --key <key> or INTAKE_API_KEY/);
   await usage(['acme', '--key', 'k']);
   await usage(['acme', '--file', 'x.ndjson', '--key', 'k', '--concurrency', '0']);

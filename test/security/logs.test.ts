@@ -9,10 +9,8 @@ import { spawnIntake } from '../helpers/processes.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_DATABASE_URL } from '../helpers/services.ts';
 
-const PG_PORT = Number(new URL(TEST_DATABASE_URL).port || 5432);
-
 test('no key, valid or not, appears in the gateway output', async (t) => {
-  const proxy = await startProxy(PG_PORT);
+  const proxy = await startProxy(TEST_DATABASE_URL);
   t.teardown(() => proxy.close());
   const h = await openHarness();
   t.teardown(() => h.close());
@@ -20,10 +18,7 @@ test('no key, valid or not, appears in the gateway output', async (t) => {
   const revoked = await newTenant(h);
   await keyRevoke(h.operator, [revoked.slug, revoked.suffix]);
 
-  const viaProxy = new URL(TEST_DATABASE_URL);
-  viaProxy.hostname = '127.0.0.1';
-  viaProxy.port = String(proxy.port);
-  const gateway = await spawnIntake('gateway', { ...h.env, DATABASE_URL: viaProxy.toString() });
+  const gateway = await spawnIntake('gateway', { ...h.env, DATABASE_URL: proxy.url(TEST_DATABASE_URL) });
   t.teardown(() => gateway.kill('SIGKILL'));
 
   const wrong = tenant.key.slice(0, -1) + (tenant.key.endsWith('a') ? 'b' : 'a');

@@ -9,9 +9,6 @@ import { gatewayInProcess, harnessWithGateway, type InProcessGateway } from '../
 import { startProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_DATABASE_URL, TEST_REDIS_URL, type Harness, type Tenant } from '../helpers/services.ts';
 
-const PG_PORT = Number(new URL(TEST_DATABASE_URL).port || 5432);
-const REDIS_PORT = Number(new URL(TEST_REDIS_URL).port || 6379);
-
 /** Words and shapes that only an internal error would put in a response. */
 const INTERNALS =
   /\bat [\w.<>]+ \(|\.ts:\d+|\.js:\d+|node_modules|file:\/\/|Error:|Exception|stack|prisma|postgres|ioredis|bullmq|ECONN|ETIMEDOUT|SELECT |INSERT |syntax error|Unexpected token|JSON at position|koa/i;
@@ -67,16 +64,13 @@ test('hostile and malformed bodies get a spec body and nothing internal', async 
 });
 
 test('with PostgreSQL or Redis cut, the answers are exactly the spec bodies', async (t) => {
-  const pg = await startProxy(PG_PORT);
+  const pg = await startProxy(TEST_DATABASE_URL);
   t.teardown(() => pg.close());
-  const redis = await startProxy(REDIS_PORT);
+  const redis = await startProxy(TEST_REDIS_URL);
   t.teardown(() => redis.close());
-  const pgUrl = new URL(TEST_DATABASE_URL);
-  pgUrl.hostname = '127.0.0.1';
-  pgUrl.port = String(pg.port);
   const gh = await openHarness({
-    DATABASE_URL: pgUrl.toString(),
-    REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+    DATABASE_URL: pg.url(TEST_DATABASE_URL),
+    REDIS_URL: redis.url(TEST_REDIS_URL),
     QUEUE_PREFIX: h.env.QUEUE_PREFIX,
     ENQUEUE_TIMEOUT_MS: '500',
   });

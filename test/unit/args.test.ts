@@ -97,7 +97,7 @@ test('an option with fixed choices refuses anything else', (t) => {
 });
 
 test('every group without its command prints the group usage as a usage mistake (exit 2); asked for, exit 0', (t) => {
-  t.deepEqual(GROUPS, ['org', 'env', 'key', 'events', 'journey', 'consent']);
+  t.deepEqual(GROUPS, ['org', 'env', 'key', 'events', 'journey', 'consent', 'users']);
   for (const group of GROUPS) {
     const text = groupHelp(group);
     t.deepEqual(route([group]), { help: text, exit: 2 }, group);
@@ -150,4 +150,12 @@ test('commands are routed with their own arguments; unknown ones are usage error
   t.is(usageError(() => route(['orgs'])).message, 'unknown command "orgs"');
   t.is(usageError(() => route(['org', 'delete'])).message, 'unknown command "org delete": org takes create, features');
   t.is(usageError(() => route(['help', 'nope'])).message, 'no help for "nope": unknown command');
+});
+
+test('a flag takes no value: present or absent, and the next argument stays positional', (t) => {
+  t.is(readArgs(['acme', 'alice', '--suppress'], 'users forget').values.suppress, 'true');
+  t.is(readArgs(['acme', '--suppress', 'alice'], 'users forget').positionals[1], 'alice');
+  t.is(readArgs(['acme', 'alice'], 'users forget').values.suppress, undefined);
+  t.is(usageError(() => readArgs(['acme', 'alice', '--suppress=yes'], 'users forget')).message, '--suppress takes no value');
+  t.is(usageError(() => readArgs(['acme', 'alice', '--suppress', '--suppress'], 'users forget')).message, '--suppress given twice');
 });

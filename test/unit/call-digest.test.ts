@@ -1,6 +1,6 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { callDigest, canonicalJson } from '../../common/domain/call-digest.ts';
+import { callDigest, canonicalJson, repeatVerdict } from '../../common/domain/call-digest.ts';
 import { jsonEqual } from '../../common/domain/json-equal.ts';
 
 /** The value with every object's keys in reverse order (equal as JSON, written differently). */
@@ -47,4 +47,11 @@ test('a timestamp present in one call and absent in the other makes them differe
   t.not(callDigest('u', null, {}), callDigest('u', 0, {}));
   t.not(callDigest('u\n1', null, {}), callDigest('u', 1, {}));
   t.regex(callDigest('u', null, {}), /^-?\d+$/);
+});
+
+test("a messageId's later call: the same digest is a duplicate, any other a conflict", (t) => {
+  const first = callDigest('u1', 1000, { plan: 'pro', seats: 3 });
+  t.is(repeatVerdict(first, callDigest('u1', 1000, { seats: 3, plan: 'pro' })), 'duplicate');
+  t.is(repeatVerdict(first, callDigest('u1', 1001, { plan: 'pro', seats: 3 })), 'conflict');
+  t.is(repeatVerdict(first, callDigest('u2', 1000, { plan: 'pro', seats: 3 })), 'conflict');
 });

@@ -24,3 +24,22 @@ test('an empty queue prefix or a URL without a host is refused; a socket directo
   t.throws(() => loadConfig({ DATABASE_URL: 'postgresql://' }), { message: /must name a host/ });
   t.is(loadConfig({ DATABASE_URL: 'postgresql:///intake?host=/var/run/postgresql' }).databaseUrl, 'postgresql:///intake?host=/var/run/postgresql');
 });
+
+test('EVENTS_RETENTION_DAYS is forever by default, or whole days; partitions ahead are at least 2 days', (t) => {
+  t.is(loadConfig({}).eventsRetentionDays, null);
+  t.is(loadConfig({ EVENTS_RETENTION_DAYS: '30' }).eventsRetentionDays, 30);
+  for (const bad of ['0', '', 'never', '1.5', '-3']) {
+    t.throws(() => loadConfig({ EVENTS_RETENTION_DAYS: bad }), { message: /EVENTS_RETENTION_DAYS=.*must be forever or an integer from 1 to 36500/ }, bad);
+  }
+  t.is(loadConfig({}).identifyIdempotencyDays, 7);
+  t.is(loadConfig({}).eventPartitionsAheadDays, 3);
+  t.throws(() => loadConfig({ EVENT_PARTITIONS_AHEAD_DAYS: '1' }), { message: /EVENT_PARTITIONS_AHEAD_DAYS="1": must be an integer from 2 to 60/ });
+});
+
+test('ADDRESS_HISTORY_DAYS keeps the address history forever by default, or whole days', (t) => {
+  t.is(loadConfig({}).addressHistoryDays, null);
+  t.is(loadConfig({ ADDRESS_HISTORY_DAYS: '365' }).addressHistoryDays, 365);
+  for (const bad of ['0', '', 'never', '2.5']) {
+    t.throws(() => loadConfig({ ADDRESS_HISTORY_DAYS: bad }), { message: /ADDRESS_HISTORY_DAYS=.*must be forever or an integer from 1 to 36500/ }, bad);
+  }
+});

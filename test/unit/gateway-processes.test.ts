@@ -26,12 +26,34 @@ test('each process takes its share of the gateway-wide bounds, rounded up; batch
     IDENTIFY_BATCHES_IN_FLIGHT: '3',
     TRACK_BATCH_MAX: '256',
     IDENTIFY_BATCH_MAX: '64',
+    IDENTIFY_CACHE_MB: '64',
+    KEY_CACHE_MB: '16',
   });
   t.is(processConfig(config, 1), config, 'one process: the configuration itself');
   const two = processConfig(config, 2);
-  t.like(two, { databasePoolSize: 5, maxInFlight: 500, identifyBatchesInFlight: 2, trackBatchMax: 256, identifyBatchMax: 64 });
+  t.like(two, {
+    databasePoolSize: 5,
+    maxInFlight: 500,
+    identifyBatchesInFlight: 2,
+    identifyCacheMb: 32,
+    keyCacheMb: 8,
+    trackBatchMax: 256,
+    identifyBatchMax: 64,
+  });
+  // The fairness bounds (defaults 250, 500, 100) divide the same way, so an environment's part keeps its proportion.
+  t.like(two, { maxInFlightPerEnvironment: 125, maxUploads: 250, maxUploadsPerEnvironment: 50, bodyTimeoutMs: config.bodyTimeoutMs });
   const three = processConfig(config, 3);
-  t.like(three, { databasePoolSize: 4, maxInFlight: 334, identifyBatchesInFlight: 1 });
+  t.like(three, {
+    databasePoolSize: 4,
+    maxInFlight: 334,
+    identifyBatchesInFlight: 1,
+    identifyCacheMb: 22,
+    keyCacheMb: 6,
+    maxInFlightPerEnvironment: 84,
+    maxUploads: 167,
+    maxUploadsPerEnvironment: 34,
+  });
+  t.like(processConfig(loadConfig({ IDENTIFY_CACHE_MB: '0' }), 4), { identifyCacheMb: 0 }, 'no cache stays none');
   // Never 0, and at most processes − 1 over the configured total.
   for (const processes of [1, 2, 3, 7, 16, 64])
     for (const total of [1, 2, 3, 10, 1000]) {

@@ -120,3 +120,31 @@ test('an address the profile already has as of the call is not claimed again; a 
   );
   t.deepEqual(plan.profiles[0].latest.email, { channel: 'email', value: 'b@example.com', at: T + 1, order: 2 ** 52 });
 });
+
+test('consent with a history bound: a decision dated before it reads no address from the history; its own call’s address still applies', (t) => {
+  const snapshot = (): Snapshot => {
+    const s = { ...empty(), decisions: null };
+    s.users.set(`${ENV}:u`, 'p-u');
+    const claims = [{ channel: 'email' as const, value: 'old@example.com', at: T - 100, order: 1 }];
+    s.profiles.set('p-u', {
+      id: 'p-u',
+      envId: ENV,
+      fields: '{}',
+      times: '{}',
+      updatedAt: T - 100,
+      email: null,
+      createdAt: 1,
+      claims,
+      latest: { email: claims[0] },
+    });
+    return s;
+  };
+  const from = T - 50;
+  const decided = (at: number) => call('u', {}, { consent: [decisionInput({ consentedAt: at })] });
+  const addresses = (plan: ReturnType<typeof planBatch>) => plan.decisions.map((d) => d.address);
+  t.deepEqual(addresses(planBatch([decided(T - 60)], snapshot(), T, newId)), ['old@example.com'], 'no bound: the address as of then');
+  t.deepEqual(addresses(planBatch([decided(T - 60)], snapshot(), T, newId, from)), [], 'before the bound: skipped');
+  t.deepEqual(addresses(planBatch([decided(from)], snapshot(), T, newId, from)), ['old@example.com'], 'at the bound: the history answers');
+  const ownAddress = call('u', { email: 'New@example.com' }, { consent: [decisionInput({ consentedAt: T - 60 })] });
+  t.deepEqual(addresses(planBatch([ownAddress], snapshot(), T, newId, from)), ['new@example.com']);
+});

@@ -85,6 +85,7 @@ test('the messages are the exact wording', (t) => {
   t.is(M.trackingEmailOnly, 'tracking consent applies to the email channel only');
   t.is(M.trackingBasis, "a tracking grant needs basis 'consent'");
   t.is(M.expectedInteger, 'Expected integer, received float');
+  t.is(M.notWellFormed, 'String must be well-formed Unicode (no unpaired surrogate)');
   t.is(M.expectedString.null, 'Expected string, received null');
   t.is(M.expectedObject.array, 'Expected object, received array');
   t.is(M.expectedArray.object, 'Expected array, received object');
@@ -242,6 +243,24 @@ for (const key of ['context', 'integrations']) {
   test(`${key} string`, failsWith, body({ [key]: 'x' }), [[[key], 'Expected object, received string']]);
   test(`${key} empty object`, passes, body({ [key]: {} }));
 }
+
+// Identifiers with an unpaired UTF-16 surrogate (common/validation/well-formed.ts): an issue at
+// the field's path; free values (traits, consent's proofRef) keep any JSON string.
+const NOT_WELL_FORMED = (path: Path): Issue => ({ code: 'invalid_string', path, message: M.notWellFormed });
+test('userId lone high surrogate', issuesAre, body({ userId: 'u\ud800' }), [NOT_WELL_FORMED(['userId'])]);
+test('userId lone low surrogate, padded', issuesAre, body({ userId: ' \udfff ' }), [NOT_WELL_FORMED(['userId'])]);
+test('messageId lone surrogate', issuesAre, body({ messageId: '\udc00\ud800' }), [NOT_WELL_FORMED(['messageId'])]);
+test('both identifiers, in field order with the other issues', failsWith, body({ userId: '\ud800', traits: null, messageId: 'm\udfff' }), [
+  [['userId'], M.notWellFormed],
+  [['traits'], 'Expected object, received null'],
+  [['messageId'], M.notWellFormed],
+]);
+test('identifiers with surrogate pairs', passes, body({ userId: 'u😀', messageId: '\ud83d\ude00' }));
+test('trait keys and values, address traits and proofRef keep a lone surrogate', passes, {
+  userId: 'u',
+  traits: { '\ud800': '\udfff', email: 'a\ud800@example.com', phone: '\udc00' },
+  consent: [{ channel: 'email', status: 'granted', proofRef: 'form-\ud800' }],
+});
 
 // ---- consent: shape, enums, integers, strings -------------------------------
 

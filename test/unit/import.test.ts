@@ -2,7 +2,7 @@
 // the progress line.
 import test from 'ava';
 import { DoneLines } from '../../cli/import/checkpoint.ts';
-import { lineMessageId, parseLine } from '../../cli/import/lines.ts';
+import { byteLines, decodeLine, lineMessageId, parseLine } from '../../cli/import/lines.ts';
 import { formatDuration, formatProgress } from '../../cli/import/progress.ts';
 
 test('a line is an Identify call only when it is a JSON object with a non-empty userId', (t) => {
@@ -15,6 +15,23 @@ test('a line is an Identify call only when it is a JSON object with a non-empty 
   t.deepEqual(parseLine('{"traits":{"a":1}}'), { kind: 'invalid', reason: 'no userId' });
   t.deepEqual(parseLine('{"userId":"  ","traits":{"a":1}}'), { kind: 'invalid', reason: 'no userId' });
   t.deepEqual(parseLine('{"userId":42,"traits":{"a":1}}'), { kind: 'invalid', reason: 'no userId' });
+});
+
+test('a line that is not UTF-8 is invalid, never sent with its bytes replaced', (t) => {
+  t.is(decodeLine(Buffer.from('{"userId":"Zoë"}\r')), '{"userId":"Zoë"}', 'a CR before the LF is not part of the line');
+  t.is(decodeLine(Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x7d])), null);
+  t.is(decodeLine(Buffer.from([0xc3])), null, 'a truncated sequence');
+  t.deepEqual(parseLine(decodeLine(Buffer.from('{"userId":"u-\xfe"}', 'latin1'))), { kind: 'invalid', reason: 'not UTF-8' });
+});
+
+test('lines are split at LF in bytes, across chunk boundaries, a multi-byte character too', async (t) => {
+  const text = Buffer.from('{"a":"東京"}\n\n{"b":1}\r\nlast');
+  const chunks = async function* () {
+    for (let i = 0; i < text.length; i += 3) yield text.subarray(i, i + 3);
+  };
+  const lines: string[] = [];
+  for await (const line of byteLines(chunks())) lines.push(decodeLine(line)!);
+  t.deepEqual(lines, ['{"a":"東京"}', '', '{"b":1}', 'last']);
 });
 
 test('a line keeps its messageId across runs; another file, line or text gets another', (t) => {

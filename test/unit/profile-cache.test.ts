@@ -3,7 +3,7 @@
 // does not keep; it keeps what committed batches wrote, within its size.
 import test from 'ava';
 import { toIdentifyCall, type Plan } from '../../common/store/identify-plan.ts';
-import { fitsCachedWrite } from '../../common/store/identify-cached.ts';
+import { fitsCachedWrite } from '../../common/store/identify-write.ts';
 import { ProfileCache } from '../../common/store/profile-cache.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
 import type { IdentifyInput } from '../../common/validation/identify.ts';
@@ -18,6 +18,7 @@ function written(users: [string, string][], fieldsOf: (id: string) => string = (
   const ids = [...new Set(users.map(([, id]) => id))];
   return {
     verdicts: [],
+    changed: [],
     profiles: ids.map((id) => ({ id, envId: ENV, fields: fieldsOf(id), times: '{"a":1}', updatedAt: 1, email: null, createdAt: 1, latest: {}, isNew: false })),
     moved,
     users: [],
@@ -76,8 +77,17 @@ test('consent decisions and a joinable email in a joining organization are never
   t.not(cache.snapshotFor([call('u1', { email: 'a@example.com' })]), null, 'the same email where profiles do not join');
 });
 
-test('a profile joined away is forgotten; a later write replaces the version; the size bound evicts the oldest', (t) => {
-  const cache = new ProfileCache(60);
+/** What one profile with one user of `written` costs the cache. */
+function oneProfileBytes(): number {
+  const probe = new ProfileCache(1_000_000);
+  probe.remember(written([['u0', 'p0']]), '1');
+  return probe.bytes;
+}
+
+test('a profile joined away is forgotten; a later write replaces the version; the heap budget evicts the least recently written', (t) => {
+  const one = oneProfileBytes();
+  // Room for four profiles of one user (one of them may have two).
+  const cache = new ProfileCache(Math.floor(4.5 * one));
   cache.remember(
     written([
       ['u1', 'p1'],
@@ -87,7 +97,6 @@ test('a profile joined away is forgotten; a later write replaces the version; th
   );
   cache.remember(written([['u1', 'p2']], undefined, [{ from: 'p1', to: 'p2' }]), '2');
   t.deepEqual([...cache.snapshotFor([call('u1'), call('u2')])!.versions], [['p2', '2']]);
-  // Each profile holds 14 characters: the fifth pushes the oldest out.
   cache.remember(
     written([
       ['u3', 'p3'],
@@ -99,14 +108,54 @@ test('a profile joined away is forgotten; a later write replaces the version; th
   t.is(cache.size, 4);
   cache.remember(written([['u6', 'p6']]), '4');
   t.is(cache.size, 4);
-  t.is(cache.snapshotFor([call('u1')]), null, 'p2, the least recently written, went first');
+  t.true(cache.bytes <= 4.5 * one);
+  t.is(cache.snapshotFor([call('u1')]), null, 'p2, the least recently written, went first, with both its users');
+  t.is(cache.snapshotFor([call('u2')]), null);
   t.not(cache.snapshotFor([call('u6')]), null);
   // A profile too large to be worth keeping is not kept.
   cache.remember(
-    written([['u7', 'p7']], () => 'x'.repeat(70_000)),
+    written([['u7', 'p7']], () => 'x'.repeat(140_000)),
     '5',
   );
   t.is(cache.snapshotFor([call('u7')]), null);
+});
+
+test('what the cache counts follows its users: a user moved between profiles, rewritten profiles, all forgotten is 0', (t) => {
+  const cache = new ProfileCache(1_000_000);
+  cache.remember(
+    written([
+      ['u1', 'p1'],
+      ['u2', 'p2'],
+    ]),
+    '1',
+  );
+  const two = cache.bytes;
+  // u2 joins p1 (no profile moved: p2 keeps its other users, here none).
+  cache.remember(written([['u2', 'p1']]), '2');
+  t.is(cache.snapshotFor([call('u2')])!.snapshot.users.get(`${ENV}:u2`), 'p1');
+  t.is(cache.bytes, two, 'the user moved with its cost');
+  // Rewriting a profile keeps its users; a longer text costs more.
+  cache.remember(
+    written([['u1', 'p1']], () => '{"a":"a longer text than before, by far"}'),
+    '3',
+  );
+  t.not(cache.snapshotFor([call('u1'), call('u2')]), null, 'both users of p1 still served');
+  t.true(cache.bytes > two);
+  cache.forget('p1');
+  cache.forget('p2');
+  t.is(cache.size, 0);
+  t.is(cache.bytes, 0);
+  t.is(cache.snapshotFor([call('u2')]), null);
+});
+
+test('users are evicted with their profile: a stream of new users never grows the cache past its budget', (t) => {
+  const one = oneProfileBytes();
+  const cache = new ProfileCache(100 * one);
+  for (let i = 0; i < 5000; i++) cache.remember(written([[`user-${i}`, `profile-${i}`]]), String(i));
+  t.true(cache.bytes <= 100 * one);
+  t.true(cache.size >= 90 && cache.size <= 100, `${cache.size} profiles`);
+  t.is(cache.snapshotFor([call('user-0')]), null);
+  t.not(cache.snapshotFor([call('user-4999')]), null);
 });
 
 test('the one-statement write takes a plan of updates only; one that creates, joins or decides goes the locked path', (t) => {

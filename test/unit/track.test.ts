@@ -1,5 +1,5 @@
 import test from 'ava';
-import { checkTrack, hasId, TRACK_MESSAGES } from '../../common/validation/track.ts';
+import { checkTrack, TRACK_MESSAGES } from '../../common/validation/track.ts';
 import { receivedType } from '../../common/validation/received-type.ts';
 
 const valid = () => ({
@@ -40,6 +40,7 @@ test('the messages are the exact zod wording', (t) => {
   t.is(TRACK_MESSAGES.idRequired, 'At least one of userId or anonymousId is required');
   t.is(TRACK_MESSAGES.expectedString.number, 'Expected string, received number');
   t.is(TRACK_MESSAGES.expectedObject.array, 'Expected object, received array');
+  t.is(TRACK_MESSAGES.notWellFormed, 'String must be well-formed Unicode (no unpaired surrogate)');
 });
 
 test('receivedType names JSON types like zod', (t) => {
@@ -124,6 +125,25 @@ test('reserved name with a space', passes, body({ event: 'subscription_changed '
 test('far-future timestamp', passes, body({ timestamp: '9999-12-31T23:59:59Z' }));
 test('pre-1970 timestamp', passes, body({ timestamp: '0001-01-01T00:00:00Z' }));
 
+// Identifiers with an unpaired UTF-16 surrogate (common/validation/well-formed.ts)
+for (const [name, value] of [
+  ['high', 'a\ud800'],
+  ['low', '\udfffa'],
+  ['reversed pair', '\udc00\ud800'],
+  ['high then high', '\ud800\ud800\udc00'],
+] as const) {
+  test(`messageId lone surrogate (${name})`, failsWith, body({ messageId: value }), TRACK_MESSAGES.notWellFormed);
+  test(`userId lone surrogate (${name})`, failsWith, body({ userId: value }), TRACK_MESSAGES.notWellFormed);
+  test(`anonymousId lone surrogate (${name})`, failsWith, body({ anonymousId: value }), TRACK_MESSAGES.notWellFormed);
+}
+test('userId lone surrogate with a valid anonymousId', failsWith, body({ userId: '\ud800', anonymousId: 'anon-1' }), TRACK_MESSAGES.notWellFormed);
+test('IDs with surrogate pairs', passes, body({ messageId: '😀', userId: 'u😀', anonymousId: '\ud83d\ude00' }));
+test('free values keep a lone surrogate', passes, body({ event: 'E\ud800', properties: { '\udfff': '\ud800' }, context: { a: '\udc00' } }));
+test('order: messageId surrogate before userId type', failsWith, body({ messageId: '\ud800', userId: 1 }), TRACK_MESSAGES.notWellFormed);
+test('order: messageId type before userId surrogate', failsWith, body({ messageId: 1, userId: '\ud800' }), 'Expected string, received number');
+test('order: userId surrogate before anonymousId type', failsWith, body({ userId: '\ud800', anonymousId: 1 }), TRACK_MESSAGES.notWellFormed);
+test('order: anonymousId surrogate before event', failsWith, body({ anonymousId: '\udc00', event: undefined }), TRACK_MESSAGES.notWellFormed);
+
 // Field order: the first problem in spec order wins.
 test('order: type before messageId', failsWith, body({ type: 'x', messageId: 1 }), TRACK_MESSAGES.invalidType);
 test('order: messageId before userId', failsWith, body({ messageId: '', userId: 1 }), TRACK_MESSAGES.emptyString);
@@ -204,10 +224,3 @@ test('defaults are fresh objects per call', (t) => {
   t.not(a.event.properties, b.event.properties);
 });
 
-test('hasId', (t) => {
-  t.false(hasId(null));
-  t.false(hasId(''));
-  t.false(hasId(' \t\n\u00a0'));
-  t.true(hasId(' a '));
-  t.true(hasId('0'));
-});

@@ -1,6 +1,7 @@
-// Batch jobs read back everywhere an event used to be its own job: duplicates inside one batch
+// A batch job carries many events, and each reads back as one: duplicates inside one batch
 // and across batches store one event, an event of a waiting batch reads as `pending` (events
-// get, the activity list), and the journey watermark waits for a queued batch.
+// get, the activity list), and the journey watermark waits for a queued batch. A completed
+// batch leaves Redis; a failed one stays with its events.
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,9 +9,10 @@ import test from 'ava';
 import { eventsActivity, eventsGet } from '../../cli/commands/events.ts';
 import { journeyCreate, journeyPublish } from '../../cli/commands/journey.ts';
 import { eventBatchName } from '../../common/queues.ts';
+import type { Redis } from '../../common/redis.ts';
 import { createEventBatcher } from '../../gateway/event-batcher.ts';
 import { createWatermark } from '../../workers/watermark.ts';
-import { queuedEvent } from '../helpers/batches.ts';
+import { batchCompleted, nothingToRun, queuedEvent } from '../helpers/batches.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { workerInProcess } from '../helpers/processes.ts';
 import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
@@ -36,8 +38,9 @@ test('duplicates inside one batch and across batches store one event each', asyn
   const worker = await workerInProcess(hq);
   t.teardown(() => worker.close());
 
-  const done = await eventually(async () => (await queue.getJobCounts('completed')).completed === 2);
+  const done = await eventually(async () => (await hq.db.event.count({ where: { environmentId: tenant.environmentId } })) === 4 && (await nothingToRun(queue)));
   t.true(done);
+  t.deepEqual(await queue.getJobCounts('completed', 'failed'), { completed: 0, failed: 0 }, 'completed batches left Redis');
   const rows = await hq.db.event.findMany({ where: { environmentId: tenant.environmentId }, orderBy: { messageId: 'asc' } });
   t.deepEqual(
     rows.map((r) => r.messageId),
@@ -108,4 +111,34 @@ test('the journey watermark waits for a queued batch: its oldest event, less the
   t.teardown(() => worker.close());
   const moved = await eventually(async () => (await watermark()) > oldest + 30_000);
   t.true(moved, 'the watermark moves on once the batch is stored');
+});
+
+test('a completed batch job keeps nothing in Redis; a failed one keeps its events', async (t) => {
+  const hq = await openHarness();
+  t.teardown(() => closeEmptied(hq));
+  const tenant = await newTenant(hq);
+  const queue = hq.operator.eventsQueue();
+  const stamp = Date.now();
+  const good = await queue.add(eventBatchName(2), {
+    events: [queued(tenant, { messageId: `kept-${stamp}-1` }), queued(tenant, { messageId: `kept-${stamp}-2` })],
+  });
+  // Not a list of events: the worker fails it at once (UnrecoverableError), as it would any batch out of attempts.
+  const broken = { events: 'not a list', note: `broken-${stamp}` } as never;
+  const bad = await queue.add(eventBatchName(1), broken);
+  const worker = await workerInProcess(hq);
+  t.teardown(() => worker.close());
+
+  t.true(await batchCompleted(queue, good.id!), 'the stored batch completed');
+  t.is(await hq.db.event.count({ where: { environmentId: tenant.environmentId } }), 2);
+  const client = (await queue.client) as unknown as Redis;
+  t.is(await client.exists(queue.toKey(good.id!)), 0, 'its hash, payload included, is gone from Redis');
+  t.is((await queue.getJobCounts('completed')).completed, 0);
+
+  const failed = await eventually(async () => {
+    const job = await queue.getJob(bad.id!);
+    return job && (await job.getState()) === 'failed' ? job : null;
+  });
+  t.truthy(failed, 'the broken batch failed');
+  t.deepEqual(failed!.data, broken, 'and keeps its payload for inspection');
+  t.is(failed!.failedReason, 'not a batch of events');
 });

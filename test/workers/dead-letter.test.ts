@@ -9,7 +9,7 @@ import { OperatorError } from '../../cli/operator.ts';
 import { createLogger } from '../../common/logger.ts';
 import { DEAD_LETTER_QUEUE, eventBatchName, jobIdFor } from '../../common/queues.ts';
 import { startDashboard } from '../../gateway/dashboard.ts';
-import { queuedEvent } from '../helpers/batches.ts';
+import { batchCompleted, queuedEvent } from '../helpers/batches.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request } from '../helpers/http.ts';
 import { capturedLogger, workerInProcess } from '../helpers/processes.ts';
@@ -43,8 +43,7 @@ test('a poison event inside a batch of 200 fails alone: 199 stored, one failed a
   t.teardown(() => worker.close());
   const about = (messageId: string) => records.filter((r) => r.messageId === messageId).map((r) => r.msg);
 
-  const done = await eventually(async () => ((await (await h.operator.eventsQueue().getJob(batch.id!))?.getState()) === 'completed' ? true : null));
-  t.true(done, 'the batch completed');
+  t.true(await batchCompleted(h.operator.eventsQueue(), batch.id!), 'the batch completed');
   const rows = await h.db.event.findMany({ where: { environmentId: tenant.environmentId } });
   t.is(rows.length, 200);
   t.is(rows.filter((r) => r.status === 'processed').length, 199);
@@ -98,20 +97,21 @@ test('a poison event inside a batch of 200 fails alone: 199 stored, one failed a
   t.true(await eventually(async () => about(poison).includes('dead-lettered event refused again on retry')), 'the second refusal is logged with the messageId');
   t.like(await eventsGet(h.operator, [tenant.slug, poison]), { status: 'failed' });
 
-  // The cause is fixed: an operator retries it from the dashboard (writable), which stores it.
+  // The cause is fixed: an operator retries it from the dashboard (writable, so behind a password), which stores it.
   await h.db.$executeRawUnsafe('ALTER TABLE events DROP CONSTRAINT poison');
+  const operator = { authorization: `Basic ${Buffer.from('admin:pw').toString('base64')}` };
   const board = await startDashboard({
-    config: { ...h.config, dashboardPort: 0, dashboardReadOnly: false, dashboardPassword: '' },
+    config: { ...h.config, dashboardPort: 0, dashboardReadOnly: false, dashboardUser: 'admin', dashboardPassword: 'pw' },
     db: h.db,
     log: createLogger('silent', 'test-dashboard'),
   });
   t.teardown(() => board.close());
-  const listed = await request(`http://127.0.0.1:${board.port}`, '/api/queues', { method: 'GET' });
+  const listed = await request(`http://127.0.0.1:${board.port}`, '/api/queues', { method: 'GET', headers: operator });
   t.like(
     (listed.json.queues as { name: string; counts: Record<string, number> }[]).find((q) => q.name === DEAD_LETTER_QUEUE),
     { counts: { failed: 1 } },
   );
-  const retried = await request(`http://127.0.0.1:${board.port}`, `/api/queues/${DEAD_LETTER_QUEUE}/${again!.id}/retry`, { method: 'PUT' });
+  const retried = await request(`http://127.0.0.1:${board.port}`, `/api/queues/${DEAD_LETTER_QUEUE}/${again!.id}/retry`, { method: 'PUT', headers: operator });
   t.true(retried.status >= 200 && retried.status < 300, `${retried.status} ${retried.text}`);
   const processed = await eventually(async () => {
     const got = await eventsGet(h.operator, [tenant.slug, poison]);

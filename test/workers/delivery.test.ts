@@ -4,6 +4,7 @@ import test from 'ava';
 import { eventsGet, eventsNames } from '../../cli/commands/events.ts';
 import { OperatorError } from '../../cli/operator.ts';
 import { eventBatchName, jobIdFor, type QueuedEvent } from '../../common/queues.ts';
+import { batchCompleted, queuedMessageIds } from '../helpers/batches.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { capturedLogger, gatewayInProcess, spawnIntake, workerInProcess, type Child } from '../helpers/processes.ts';
@@ -43,14 +44,6 @@ async function drained(hh: Harness): Promise<boolean> {
   );
 }
 
-/** PostgreSQL's URL with host and port replaced by the proxy's. */
-function throughProxy(port: number): string {
-  const url = new URL(TEST_DATABASE_URL);
-  url.hostname = '127.0.0.1';
-  url.port = String(port);
-  return url.toString();
-}
-
 test('a duplicate sent twice to one gateway: two 202, one row', async (t) => {
   const tenant = await newTenant(h);
   const body = trackBody({ properties: { n: 1 } });
@@ -65,16 +58,14 @@ test('a duplicate sent twice to one gateway: two 202, one row', async (t) => {
   t.true(await drained(h));
   t.is(await rowsOf(h, tenant), 1);
 
-  // A repeat long after (its batch already left Redis) and with another body still counts once:
-  // the first event stays as stored.
+  // A repeat long after (its batch completed, so it left Redis) and with another body still
+  // counts once: the first event stays as stored.
   const queue = h.operator.eventsQueue();
-  const mine = async () => (await queue.getJobs(['completed'], 0, -1)).filter((j) => j.data.events.some((e) => e.environmentId === tenant.environmentId));
-  t.is((await mine()).length, 2, 'two batch jobs, one per request');
-  for (const job of await mine()) await job.remove();
+  t.is((await queuedMessageIds(queue, tenant.environmentId)).size, 0, 'completed batches keep nothing in Redis');
   const late = await send(gateway.url, tenant, { ...body, event: 'Changed Name', properties: { n: 2 } });
   t.is(late.status, 202, late.text);
-  const relayed = await eventually(async () => (await mine()).length === 1);
-  t.true(relayed, 'the late repeat went through the worker');
+  t.true(await drained(h), 'the late repeat went through the worker');
+  t.is((await queuedMessageIds(queue, tenant.environmentId)).size, 0, 'and its batch completed');
   t.is(await rowsOf(h, tenant), 1);
   const row = await h.db.event.findFirstOrThrow({ where: { environmentId: tenant.environmentId } });
   t.is(row.event, 'Signed Up');
@@ -197,7 +188,7 @@ test('an event that can never be stored fails alone at once: its batch completes
     return s === 'failed' ? s : null;
   });
   t.is(state, 'failed');
-  t.is(await (await h.operator.eventsQueue().getJob(batch.id!))!.getState(), 'completed', 'the batch completed for the rest');
+  t.true(await batchCompleted(h.operator.eventsQueue(), batch.id!), 'the batch completed for the rest');
   // Kept (removeOnFail: false) and not retried on its own.
   await sleep(500);
   const job = await h.operator.deadLetterQueue().getJob(jobId);
@@ -212,12 +203,12 @@ test('an event that can never be stored fails alone at once: its batch completes
 });
 
 test('a job whose attempts run out while PostgreSQL is away ends failed and events get shows it', async (t) => {
-  const proxy = await startProxy(Number(new URL(TEST_DATABASE_URL).port || 5432));
+  const proxy = await startProxy(TEST_DATABASE_URL);
   t.teardown(() => proxy.close());
   // Gateway side: few, fast attempts. Worker side: the same queue, PostgreSQL through the proxy.
   const gh = await openHarness({ JOB_ATTEMPTS: '3', JOB_BACKOFF_MS: '50' });
   t.teardown(() => gh.close());
-  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: throughProxy(proxy.port) });
+  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: proxy.url(TEST_DATABASE_URL) });
   t.teardown(() => wh.close());
   const tenant = await newTenant(gh);
   const gw = await gatewayInProcess(gh);
@@ -258,11 +249,11 @@ test('a job whose attempts run out while PostgreSQL is away ends failed and even
 });
 
 test('a job failing its last attempt is stored with status failed; events get shows the stored event', async (t) => {
-  const proxy = await startProxy(Number(new URL(TEST_DATABASE_URL).port || 5432));
+  const proxy = await startProxy(TEST_DATABASE_URL);
   t.teardown(() => proxy.close());
   const gh = await openHarness({ JOB_ATTEMPTS: '1' });
   t.teardown(() => gh.close());
-  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: throughProxy(proxy.port) });
+  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: proxy.url(TEST_DATABASE_URL) });
   t.teardown(() => wh.close());
   const tenant = await newTenant(gh);
   const gw = await gatewayInProcess(gh);
@@ -302,11 +293,11 @@ test('a job failing its last attempt is stored with status failed; events get sh
 });
 
 test('PostgreSQL away: events accepted meanwhile are retried with backoff and stored after it returns', async (t) => {
-  const proxy = await startProxy(Number(new URL(TEST_DATABASE_URL).port || 5432));
+  const proxy = await startProxy(TEST_DATABASE_URL);
   t.teardown(() => proxy.close());
   const gh = await openHarness({ JOB_ATTEMPTS: '10', JOB_BACKOFF_MS: '200' });
   t.teardown(() => gh.close());
-  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: throughProxy(proxy.port) });
+  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: proxy.url(TEST_DATABASE_URL) });
   t.teardown(() => wh.close());
   const tenant = await newTenant(gh);
   const gw = await gatewayInProcess(gh);
@@ -334,6 +325,10 @@ test('PostgreSQL away: events accepted meanwhile are retried with backoff and st
     { timeoutMs: 15_000 },
   );
   t.true(retried, "every event's batch was attempted at least twice while PostgreSQL was away");
+  const batches = (await queue.getJobs(['wait', 'active', 'delayed'], 0, -1)).filter((j) =>
+    j.data.events.some((e) => e.environmentId === tenant.environmentId),
+  );
+  t.is(batches.length, 10, 'ten requests one after another: ten batch jobs');
   t.is(await rowsOf(gh, tenant), 0);
   t.is((await queue.getJobCounts('failed')).failed, 0);
 
@@ -344,5 +339,5 @@ test('PostgreSQL away: events accepted meanwhile are retried with backoff and st
   t.deepEqual(rows.map((r) => r.messageId).sort(), [...ids].sort());
   t.true(rows.every((r) => r.status === 'processed' && r.error === null));
   const counts = await queue.getJobCounts('completed', 'failed');
-  t.deepEqual(counts, { completed: 10, failed: 0 }, 'ten requests one after another: ten batch jobs');
+  t.deepEqual(counts, { completed: 0, failed: 0 }, 'every batch completed and left Redis');
 });

@@ -17,7 +17,6 @@ import { startProxy } from '../helpers/proxy.ts';
 import { type Harness, newTenant, openHarness, ownDatabase, type Tenant, TEST_REDIS_URL } from '../helpers/services.ts';
 
 let OUTBOX_DATABASE_URL: string;
-const REDIS_PORT = Number(new URL(TEST_REDIS_URL).port || 6379);
 const BASE = Date.parse('2024-05-01T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -234,9 +233,9 @@ test.serial('a running worker relays each row to the service-events queue as job
 });
 
 test.serial('a service event written while the worker cannot reach Redis reaches the queue once Redis is back, once', async (t) => {
-  const proxy = await startProxy(REDIS_PORT);
+  const proxy = await startProxy(TEST_REDIS_URL);
   t.teardown(() => proxy.close());
-  const wh = await openHarness({ DATABASE_URL: OUTBOX_DATABASE_URL, REDIS_URL: proxy.url('redis') });
+  const wh = await openHarness({ DATABASE_URL: OUTBOX_DATABASE_URL, REDIS_URL: proxy.url(TEST_REDIS_URL) });
   t.teardown(() => wh.close());
   const queue = serviceQueue(t, wh.env.QUEUE_PREFIX);
   const tenant = await newTenant(h, 'attribute-trigger');

@@ -3,7 +3,7 @@ import test from 'ava';
 import { Worker } from 'bullmq';
 import { createEventsQueue, EVENTS_QUEUE } from '../../common/queues.ts';
 import { createRedis } from '../../common/redis.ts';
-import { createWatermark } from '../../workers/watermark.ts';
+import { createWatermark, oldestQueuedReceipt } from '../../workers/watermark.ts';
 import { testConfig, testEnv } from '../helpers/services.ts';
 
 test('empty queue: the clock less the grace; then the oldest job waiting or active, less the grace', async (t) => {
@@ -34,6 +34,23 @@ test('empty queue: the clock less the grace; then the oldest job waiting or acti
     await queue.obliterate({ force: true });
     await queue.close();
     workerConnection.disconnect();
+    redis.disconnect();
+  }
+});
+
+test("the receipt read from the job hash is BullMQ's own Job.timestamp (the one field of its layout relied on)", async (t) => {
+  const config = testConfig(testEnv());
+  const redis = createRedis(config, 'worker');
+  const queue = createEventsQueue(config, redis);
+  try {
+    const added = await queue.add('track', {} as never, { jobId: 'pinned', timestamp: 1_700_000_000_123 });
+    const job = await queue.getJob('pinned');
+    t.is(job?.timestamp, 1_700_000_000_123);
+    t.is(await oldestQueuedReceipt(queue), job!.timestamp);
+    t.is(added.timestamp, job!.timestamp);
+  } finally {
+    await queue.obliterate({ force: true });
+    await queue.close();
     redis.disconnect();
   }
 });

@@ -1,0 +1,144 @@
+// The soak's memory scenario (SOAK_SCENARIO=identify-users): Identify calls of users never seen
+// before (bench/wrk/identify-users.lua), until SOAK_USERS of them (default 1,400,000) were
+// answered 200, against one gateway process, sampling its RSS every 10 s. Each new profile
+// enters the gateway's profile cache, so the cache fills and then evicts for the rest of the
+// run: the RSS must level off under the stated bound (docs/reliability.md):
+//   SOAK_RSS_BASE_MB (default 300) + 2 × (IDENTIFY_CACHE_MB + KEY_CACHE_MB).
+// Prints a sample line every 10 s and one JSON summary line; exits non-zero when the RSS went
+// past the bound or a call was not answered 200. It runs in a database of its own
+// (SOAK_USERS_DATABASE_URL, default `intake_soak_users`), dropped at the end unless SOAK_KEEP=1.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { keyCreate } from '../cli/commands/key.ts';
+import { orgCreate } from '../cli/commands/org.ts';
+import { openOperator } from '../cli/operator.ts';
+import { loadConfig } from '../common/config.ts';
+import { createDb } from '../common/db.ts';
+import { migrate } from '../common/migrate.ts';
+import { serverPids } from './cpu-usage.mts';
+
+export interface SoakDeps {
+  prefix: string;
+  redisUrl: string;
+  keep: boolean;
+  children: ChildProcess[];
+  start: (args: string[], env: Record<string, string>, ready: RegExp) => Promise<{ child: ChildProcess; port: number }>;
+}
+
+const USERS = Number(process.env.SOAK_USERS ?? 1_400_000);
+const CONNECTIONS = Number(process.env.SOAK_CONNECTIONS ?? 50);
+const BASE_MB = Number(process.env.SOAK_RSS_BASE_MB ?? 300);
+const DATABASE_URL = process.env.SOAK_USERS_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_soak_users';
+/** wrk runs in rounds of this long until enough users were identified. */
+const ROUND_SECONDS = 30;
+const SAMPLE_MS = 10_000;
+
+const rssMbOf = (pid: number) => {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+};
+/** The gateway's RSS: its process, and the processes it forked when GATEWAY_PROCESSES > 1. */
+const gatewayRssMb = (pid: number) => Math.round(serverPids(pid).reduce((sum, p) => sum + rssMbOf(p), 0));
+
+/** One wrk round: how many calls were answered 200, and how many were not. */
+function wrkRound(url: string, key: string, runId: string, children: ChildProcess[]): Promise<{ ok: number; failed: number; seconds: number }> {
+  const args = ['-t', '1', '-c', String(CONNECTIONS), '-d', `${ROUND_SECONDS}s`, '--timeout', '10s', '-s', 'bench/wrk/identify-users.lua', url];
+  return new Promise((resolve, reject) => {
+    const child = spawn('wrk', args, {
+      env: { ...process.env, LUA_PATH: 'bench/wrk/?.lua;;', BENCH_RUN_ID: runId, BENCH_API_KEY: key },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(child);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => {
+      const line = /WRK_RESULT (\{.*\})/.exec(out);
+      if (code !== 0 || !line) return reject(new Error(`wrk exited with ${code}:\n${out}`));
+      const r = JSON.parse(line[1]) as Record<string, number>;
+      const failed = r.non2xx + r.connect + r.read + r.write + r.timeout;
+      resolve({ ok: r.requests - r.non2xx, failed, seconds: r.duration_us / 1e6 });
+    });
+  });
+}
+
+async function dropDatabase(url: string): Promise<void> {
+  const admin = new URL(url);
+  const name = decodeURIComponent(admin.pathname.slice(1));
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS "${name.replaceAll('"', '""')}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function soakIdentifyUsers(d: SoakDeps): Promise<void> {
+  await migrate(DATABASE_URL);
+  const config = loadConfig({ ...process.env, DATABASE_URL, REDIS_URL: d.redisUrl, QUEUE_PREFIX: d.prefix });
+  const db = createDb(config);
+  const operator = openOperator(config, db);
+  const slug = `soak-${d.prefix.slice(5)}`;
+  await orgCreate(operator, [slug]);
+  const { key } = await keyCreate(operator, [slug]);
+  await operator.close();
+
+  const gateway = await d.start(['bin/intake.js', 'gateway'], { DATABASE_URL }, /gateway listening/);
+  const pid = gateway.child.pid!;
+  const url = `http://127.0.0.1:${gateway.port}/api/identify/${slug}`;
+  const cachesMb = config.identifyCacheMb + config.keyCacheMb;
+  const boundMb = BASE_MB + 2 * cachesMb;
+  console.error(
+    `soak identify-users: ${USERS} users, ${CONNECTIONS} connections, IDENTIFY_CACHE_MB ${config.identifyCacheMb}, KEY_CACHE_MB ${config.keyCacheMb}, ` +
+      `GATEWAY_PROCESSES ${config.gatewayProcesses}, RSS bound ${boundMb} MB`,
+  );
+
+  const samples: number[] = [gatewayRssMb(pid)];
+  const started = Date.now();
+  let identified = 0;
+  let failed = 0;
+  const sample = () => {
+    const rss = gatewayRssMb(pid);
+    samples.push(rss);
+    console.log(JSON.stringify({ soak: 'sample', t: Math.round((Date.now() - started) / 1000), users: identified, gatewayRssMb: rss }));
+  };
+  const sampler = setInterval(sample, SAMPLE_MS);
+  let seconds = 0;
+  for (let round = 0; identified < USERS; round++) {
+    const r = await wrkRound(url, key, `${d.prefix}-${round}`, d.children);
+    identified += r.ok;
+    failed += r.failed;
+    seconds += r.seconds;
+  }
+  clearInterval(sampler);
+  sample();
+
+  const maxMb = Math.max(...samples);
+  const summary = {
+    soak: 'summary',
+    scenario: 'identify-users',
+    users: identified,
+    failed,
+    callsPerSecond: Math.round(identified / seconds),
+    identifyCacheMb: config.identifyCacheMb,
+    keyCacheMb: config.keyCacheMb,
+    gatewayProcesses: config.gatewayProcesses,
+    gatewayRssMb: { first: samples[0], max: maxMb, last: samples.at(-1) },
+    boundMb,
+    withinBound: maxMb <= boundMb,
+  };
+  console.log(JSON.stringify(summary));
+  if (!d.keep) {
+    await Promise.all(d.children.map((c) => new Promise<void>((resolve) => (c.exitCode !== null ? resolve() : (c.once('exit', () => resolve()), c.kill())))));
+    await dropDatabase(DATABASE_URL);
+  }
+  if (!summary.withinBound || failed > 0) {
+    console.error(`soak FAILED: gateway RSS max ${maxMb} MB (bound ${boundMb} MB), ${failed} calls not answered 200`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,100 @@
+// intake users …: the privacy operations on one person of an environment (docs/cli.md,
+// docs/decisions.md). The SQL lives in common/store/erasure.ts, suppression.ts and
+// person-export.ts; the rules in common/domain/privacy.ts.
+import { userInfo } from 'node:os';
+import { poolOf } from '../../common/db.ts';
+import { forgetLiveCalls } from '../../common/live-keys.ts';
+import { withTimeout } from '../../common/with-timeout.ts';
+import { operatorName, userHashOf } from '../../common/domain/privacy.ts';
+import { forgetUser } from '../../common/store/erasure.ts';
+import { exportEnvironment, exportPerson } from '../../common/store/person-export.ts';
+import { listAudit, listSuppressed, setSuppressed } from '../../common/store/suppression.ts';
+import { readArgs } from '../args.ts';
+import { findEnvironment, OperatorError, STREAMED, type OperatorDeps } from '../operator.ts';
+import type { OperatorName } from '../usage.ts';
+
+function osUser(): string | undefined {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env.USER;
+  }
+}
+
+async function person(deps: OperatorDeps, argv: string[], command: OperatorName) {
+  const args = readArgs(argv, command);
+  const [orgSlug, userId] = args.positionals;
+  if (!userId?.trim()) throw args.usageError('the user ID is empty');
+  const { env } = await findEnvironment(deps.db, orgSlug, args.values.env);
+  return { env, userId, values: args.values, operator: operatorName(args.values.by, osUser()) };
+}
+
+/** users forget <org-slug> <user-id> [--env] [--suppress] [--by]: what was removed, counted per kind. */
+export async function usersForget(deps: OperatorDeps, argv: string[]) {
+  const { env, userId, values, operator } = await person(deps, argv, 'users forget');
+  const suppress = values.suppress === 'true';
+  const summary = await forgetUser(poolOf(deps.db), { environmentId: env.id, userId, suppress, operator });
+  const liveViewEntries = await forgetLive(deps, env.id, [userId.trim(), ...summary.joinedUserIds]);
+  // Workers and Identify read the tombstone (and the suppression) from PostgreSQL; the gateways' sets only spare the queue.
+  if (suppress) await deps.invalidateSuppressions({ done: `user erased and suppressed`, stale: 'queue its calls (dropped by the workers)' });
+  return { environment: env.pathValue, ...summary, liveViewEntries };
+}
+
+/**
+ * The dashboard's live view keeps raw user IDs in Redis for up to an hour: their entries go too.
+ * The erasure is done by then, so Redis being away does not fail the command: null says so.
+ */
+async function forgetLive(deps: OperatorDeps, environmentId: string, userIds: string[]): Promise<number | null> {
+  try {
+    return await withTimeout(
+      deps.redis().then((redis) => forgetLiveCalls(redis, deps.config.queuePrefix, environmentId, userIds)),
+      5000,
+      'Redis did not answer',
+    );
+  } catch {
+    return null;
+  }
+}
+
+/** users suppress <org-slug> <user-id> [--env] [--by] */
+export async function usersSuppress(deps: OperatorDeps, argv: string[]) {
+  const { env, userId, operator } = await person(deps, argv, 'users suppress');
+  const userHash = userHashOf(userId);
+  const { at, changed } = await setSuppressed(deps.db, env.id, userHash, true, operator);
+  await deps.invalidateSuppressions({ done: 'user suppressed', stale: 'accept its calls (Track events are dropped by the workers)' });
+  return { environment: env.pathValue, userHash: userHash.toString('hex'), suppressedAt: at, changed };
+}
+
+/** users unsuppress <org-slug> <user-id> [--env] [--by] */
+export async function usersUnsuppress(deps: OperatorDeps, argv: string[]) {
+  const { env, userId, operator } = await person(deps, argv, 'users unsuppress');
+  const userHash = userHashOf(userId);
+  const { changed } = await setSuppressed(deps.db, env.id, userHash, false, operator);
+  await deps.invalidateSuppressions({ done: 'suppression lifted', stale: 'drop its calls' });
+  return { environment: env.pathValue, userHash: userHash.toString('hex'), changed };
+}
+
+/** users suppressed <org-slug> [--env] */
+export async function usersSuppressed(deps: OperatorDeps, argv: string[]) {
+  const { positionals, values } = readArgs(argv, 'users suppressed');
+  const { env } = await findEnvironment(deps.db, positionals[0], values.env);
+  return listSuppressed(deps.db, env.id);
+}
+
+/** users audit <org-slug> [--env] */
+export async function usersAudit(deps: OperatorDeps, argv: string[]) {
+  const { positionals, values } = readArgs(argv, 'users audit');
+  const { env } = await findEnvironment(deps.db, positionals[0], values.env);
+  return listAudit(deps.db, env.id);
+}
+
+/** users export <org-slug> <user-id> [--env]: one JSON document, written as it is read. */
+export async function usersExport(deps: OperatorDeps, argv: string[]) {
+  const { positionals, values, usageError } = readArgs(argv, 'users export');
+  const [orgSlug, userId] = positionals;
+  if (!userId.trim()) throw usageError('the user ID is empty');
+  const env = await exportEnvironment(poolOf(deps.db), orgSlug, values.env);
+  if (typeof env === 'string') throw new OperatorError(env);
+  await exportPerson(poolOf(deps.db), env.id, userId, deps.out ?? process.stdout);
+  return STREAMED;
+}

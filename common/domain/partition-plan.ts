@@ -1,0 +1,69 @@
+// Which daily partitions of `events` should exist and which retention removes: pure rules of
+// time, with the clock passed in. A partition holds one UTC day of received_at, [day, day + 1),
+// and is named after it (events_p20261127), so its name alone gives its bounds.
+
+export const DAY_MS = 86_400_000;
+const NAME = /^events_p(\d{4})(\d{2})(\d{2})$/;
+
+/** The start (epoch ms) of the UTC day holding `ms`. */
+export function utcDay(ms: number): number {
+  return Math.floor(ms / DAY_MS) * DAY_MS;
+}
+
+/** The partition of the UTC day starting at `day`. */
+export function partitionName(day: number): string {
+  return `events_p${new Date(day).toISOString().slice(0, 10).replaceAll('-', '')}`;
+}
+
+/** The day (epoch ms) a partition's name stands for, or null for any other name. */
+export function partitionDay(name: string): number | null {
+  const m = NAME.exec(name);
+  if (!m) return null;
+  const day = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
+  return partitionName(day) === name ? day : null;
+}
+
+/**
+ * The days whose partitions must exist at `now`, oldest first: yesterday (an event received
+ * just before midnight may be stored just after it) through `aheadDays` after today, less
+ * those that exist.
+ */
+export function daysToCreate(existing: ReadonlySet<number>, now: number, aheadDays: number): number[] {
+  const today = utcDay(now);
+  const due: number[] = [];
+  for (let d = -1; d <= aheadDays; d++) {
+    const day = today + d * DAY_MS;
+    if (!existing.has(day)) due.push(day);
+  }
+  return due;
+}
+
+/** The days from the one holding `from` to the one holding `to`, each once, oldest first. */
+export function daysBetween(from: number, to: number): number[] {
+  const days: number[] = [];
+  for (let day = utcDay(from); day <= utcDay(to); day += DAY_MS) days.push(day);
+  return days;
+}
+
+/**
+ * The oldest received_at retention keeps at `now` (null: keep forever). An event received
+ * before it is past the retention, and a partition is dropped once all of its day is.
+ */
+export function retentionBound(now: number, retentionDays: number | null): number | null {
+  return retentionDays === null ? null : now - retentionDays * DAY_MS;
+}
+
+/** The partitions past the retention at `now`: every event they can hold is older than the bound. */
+export function daysPastRetention(days: readonly number[], now: number, retentionDays: number | null): number[] {
+  const bound = retentionBound(now, retentionDays);
+  if (bound === null) return [];
+  return days.filter((day) => day + DAY_MS <= bound).sort((a, b) => a - b);
+}
+
+/** How many whole days after today have their partition, counted without a gap: 0 when tomorrow's is missing. */
+export function daysAhead(existing: ReadonlySet<number>, now: number): number {
+  const today = utcDay(now);
+  let n = 0;
+  while (existing.has(today + (n + 1) * DAY_MS)) n++;
+  return n;
+}

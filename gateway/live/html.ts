@@ -1,0 +1,98 @@
+// The live view's HTML: server-rendered pages with no script but an optional reload, so a page
+// shows what the server read when it was asked (a browser test reads it as a person would).
+// Every caller-supplied text goes through esc().
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function esc(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, (c) => ESCAPES[c]);
+}
+
+export const PAGES = [
+  { path: '/live/events', title: 'Events' },
+  { path: '/live/identify', title: 'Identify calls' },
+  { path: '/live/rates', title: 'Rates' },
+  { path: '/live/dead-letters', title: 'Dead letters' },
+] as const;
+
+const STYLE = `
+body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{background:#1d2330;color:#fff;padding:10px 20px;display:flex;gap:18px;align-items:center}
+header a{color:#cfd6e4;text-decoration:none}header a.on{color:#fff;font-weight:600;border-bottom:2px solid #5b9cff}
+header .brand{font-weight:700;color:#fff;margin-right:12px}header .right{margin-left:auto;font-size:12px;color:#9aa4b8}
+main{padding:16px 20px}h1{font-size:18px;margin:0 0 12px}
+form.filter{display:flex;gap:8px;align-items:center;margin-bottom:12px;flex-wrap:wrap}
+input,select,button{font:inherit;padding:4px 8px;border:1px solid #c3c9d4;border-radius:4px;background:#fff}
+button{cursor:pointer;background:#2f6fde;color:#fff;border-color:#2f6fde}
+table{border-collapse:collapse;background:#fff;width:100%;box-shadow:0 1px 2px #0001}
+th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #e6e9ef;vertical-align:top}
+th{background:#eef1f6;font-weight:600;font-size:12px;text-transform:uppercase;color:#55607a}
+td.mono,span.mono{font-family:ui-monospace,monospace;font-size:12px}
+.pill{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px}
+.processed,.applied{background:#dff5e3;color:#17692a}.pending{background:#fff3d6;color:#8a5a00}
+.failed,.conflict{background:#fde2e1;color:#a1231c}.duplicate{background:#e4ecfb;color:#254f9c}
+.note{color:#55607a;font-size:12px;margin:8px 0}.hidden{color:#8a93a6;font-style:italic}
+.flash{background:#e4ecfb;border:1px solid #b9cdf3;padding:6px 10px;border-radius:4px;margin-bottom:12px}
+svg text{font-size:11px;fill:#55607a}`;
+
+/** A whole page: the navigation between the live pages and bull-board, then `body`. */
+export function page(options: { title: string; path: string; body: string; refreshSeconds?: number }): string {
+  const nav = PAGES.map((p) => `<a href="${p.path}"${p.path === options.path ? ' class="on"' : ''}>${esc(p.title)}</a>`).join('');
+  // Reloads itself unless a form field is being edited (a filter being typed is not lost).
+  const reload = options.refreshSeconds
+    ? `<script>setInterval(function(){var a=document.activeElement;if(!a||!/^(INPUT|SELECT)$/.test(a.tagName))location.reload()},${options.refreshSeconds * 1000})</script>`
+    : '';
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>intake · ${esc(options.title)}</title><style>${STYLE}</style></head>
+<body><header><span class="brand">intake</span>${nav}<a href="/">Queues</a><span class="right">${esc(new Date().toISOString().replace('T', ' ').slice(0, 19))} UTC</span></header>
+<main><h1>${esc(options.title)}</h1>${options.body}</main>${reload}</body></html>`;
+}
+
+/** A table; cells are HTML already (escape what goes in). */
+export function table(headers: string[], rows: string[][], empty: string): string {
+  if (!rows.length) return `<p class="note">${esc(empty)}</p>`;
+  const head = headers.map((h) => `<th>${esc(h)}</th>`).join('');
+  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('');
+  return `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
+export const pill = (text: string) => `<span class="pill ${esc(text)}">${esc(text)}</span>`;
+export const mono = (text: string) => `<span class="mono">${esc(text)}</span>`;
+export const when = (ms: number) => esc(new Date(ms).toISOString().replace('T', ' ').replace('Z', ''));
+
+/** What an unauthenticated viewer sees instead of personal data. */
+export const HIDDEN = '<span class="hidden">hidden</span>';
+
+export interface Series {
+  name: string;
+  color: string;
+  values: number[];
+}
+
+/** A line plot of per-minute values, oldest on the left; `labels` under the x axis. */
+export function linePlot(series: Series[], labels: string[], unit: string): string {
+  const width = 960;
+  const height = 280;
+  const left = 56;
+  const bottom = 28;
+  const top = 30;
+  const right = 130;
+  const points = Math.max(...series.map((s) => s.values.length), 2);
+  const max = Math.max(1, ...series.flatMap((s) => s.values));
+  const x = (i: number) => left + (i * (width - left - right)) / (points - 1);
+  const y = (v: number) => top + (1 - v / max) * (height - top - bottom);
+  const grid = [0, 0.25, 0.5, 0.75, 1]
+    .map((f) => {
+      const v = Math.round(max * f);
+      return `<line x1="${left}" x2="${width - right}" y1="${y(v)}" y2="${y(v)}" stroke="#e6e9ef"/><text x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`;
+    })
+    .join('');
+  const ticks = labels.map((label, i) => (label ? `<text x="${x(i)}" y="${height - 8}" text-anchor="middle">${esc(label)}</text>` : '')).join('');
+  const lines = series
+    .map((s, n) => {
+      const d = s.values.map((v, i) => `${i ? 'L' : 'M'}${x(i).toFixed(1)},${y(v).toFixed(1)}`).join('');
+      const legend = `<rect x="${width - right + 14}" y="${top + n * 20}" width="12" height="3" fill="${s.color}"/><text x="${width - right + 32}" y="${top + n * 20 + 5}">${esc(s.name)}</text>`;
+      return `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2" data-series="${esc(s.name)}"/>${legend}`;
+    })
+    .join('');
+  return `<svg role="img" aria-label="${esc(unit)}" viewBox="0 0 ${width} ${height}" width="100%" style="background:#fff;box-shadow:0 1px 2px #0001">${grid}${ticks}${lines}<text x="${left}" y="16">${esc(unit)}</text></svg>`;
+}

@@ -1,0 +1,113 @@
+// Profiles from a PostgreSQL streaming replica (DATABASE_READ_URL), against a primary and a
+// replica started here: reads go to the replica (with its replay paused, Profiles still answers
+// what it held), to the primary once the replica lags more than READ_REPLICA_MAX_LAG_MS, and to
+// the primary while the replica is stopped; Identify writes on the primary throughout, and the
+// lag is a metric.
+import test, { type ExecutionContext } from 'ava';
+import { createLogger } from '../../common/logger.ts';
+import { migrate } from '../../common/migrate.ts';
+import { startGateway, type Gateway } from '../../gateway/server.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { request } from '../helpers/http.ts';
+import { startReplication, type OwnReplication } from '../helpers/pg-replica.ts';
+import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+
+const DB = 'intake_replica_test';
+let pgs: OwnReplication;
+let h: Harness;
+let gateway: Gateway;
+let strict: Gateway;
+const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'test-read-replica');
+
+test.before(async () => {
+  pgs = await startReplication();
+  await migrate(pgs.primaryUrl(DB));
+  h = await openHarness({ DATABASE_URL: pgs.primaryUrl(DB), DATABASE_READ_URL: pgs.replicaUrl(DB) });
+  gateway = await startGateway({ config: h.config, db: h.db, log });
+  // The same, with a lag bound the paused replay passes within seconds.
+  strict = await startGateway({ config: { ...h.config, readReplicaMaxLagMs: 1500 }, db: h.db, log });
+});
+
+test.after.always(async () => {
+  await gateway?.close();
+  await strict?.close();
+  await h?.close();
+  await pgs?.close();
+});
+
+const url = (g: Gateway) => `http://127.0.0.1:${g.port}`;
+
+async function identify(tenant: Tenant, messageId: string, plan: string) {
+  const reply = await request(url(gateway), `/api/identify/${tenant.slug}`, {
+    headers: { 'x-api-key': tenant.key },
+    body: { userId: 'u', messageId, traits: { plan } },
+  });
+  if (reply.status !== 200) throw new Error(`identify: ${reply.status} ${reply.text}`);
+}
+
+async function plan(g: Gateway, tenant: Tenant): Promise<unknown> {
+  const reply = await request(url(g), `/api/profiles/${tenant.slug}/u`, { method: 'GET', headers: { 'x-api-key': tenant.key } });
+  if (reply.status !== 200) return `status ${reply.status}`;
+  return (JSON.parse(reply.text) as { fields: { plan?: unknown } }).fields.plan;
+}
+
+async function metric(g: Gateway, name: string): Promise<number | null> {
+  const text = (await request(url(g), '/metrics', { method: 'GET' })).text;
+  const line = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return line ? Number(line[1]) : null;
+}
+
+async function becomes(t: ExecutionContext, g: Gateway, tenant: Tenant, expected: string, timeoutMs = 15_000) {
+  const last = await eventually(async () => ((await plan(g, tenant)) === expected ? expected : null), { timeoutMs, intervalMs: 100 });
+  t.is(last, expected);
+}
+
+test.serial('reads go to the replica: with its replay paused, Profiles answers what it holds; resumed, the update shows', async (t) => {
+  const tenant = await newTenant(h);
+  await identify(tenant, 'm1', 'pro');
+  await becomes(t, gateway, tenant, 'pro');
+  t.is(await eventually(async () => (await metric(gateway, 'intake_read_replica_in_use')) === 1), true);
+  t.true((await metric(gateway, 'intake_read_replica_lag_seconds'))! >= 0);
+
+  await pgs.onReplica('SELECT pg_wal_replay_pause()');
+  try {
+    await identify(tenant, 'm2', 'enterprise');
+    // The primary has it; the replica's paused replay does not, and reads stay on the replica.
+    for (let i = 0; i < 5; i++) t.is(await plan(gateway, tenant), 'pro');
+  } finally {
+    await pgs.onReplica('SELECT pg_wal_replay_resume()');
+  }
+  await becomes(t, gateway, tenant, 'enterprise');
+});
+
+test.serial('a replica lagging more than READ_REPLICA_MAX_LAG_MS: reads go to the primary, and back once it catches up', async (t) => {
+  const tenant = await newTenant(h);
+  await identify(tenant, 'l1', 'pro');
+  await becomes(t, strict, tenant, 'pro');
+  await pgs.onReplica('SELECT pg_wal_replay_pause()');
+  try {
+    await identify(tenant, 'l2', 'enterprise');
+    await becomes(t, strict, tenant, 'enterprise', 10_000);
+    t.is(await metric(strict, 'intake_read_replica_in_use'), 0);
+    t.true((await metric(strict, 'intake_read_replica_lag_seconds'))! > 1.5);
+  } finally {
+    await pgs.onReplica('SELECT pg_wal_replay_resume()');
+  }
+  t.is(await eventually(async () => (await metric(strict, 'intake_read_replica_in_use')) === 1), true);
+});
+
+test.serial('the replica stopped: Profiles answers from the primary (every answer 200), and goes back once it is up', async (t) => {
+  const tenant = await newTenant(h);
+  await identify(tenant, 's1', 'pro');
+  await becomes(t, gateway, tenant, 'pro');
+  await pgs.stopReplica();
+  try {
+    await identify(tenant, 's2', 'enterprise');
+    for (let i = 0; i < 5; i++) t.is(await plan(gateway, tenant), 'enterprise');
+    t.is(await eventually(async () => (await metric(gateway, 'intake_read_replica_in_use')) === 0), true);
+  } finally {
+    await pgs.startReplica();
+  }
+  t.is(await eventually(async () => (await metric(gateway, 'intake_read_replica_in_use')) === 1), true);
+  await becomes(t, gateway, tenant, 'enterprise');
+});

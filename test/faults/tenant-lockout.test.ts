@@ -1,0 +1,270 @@
+// One tenant cannot lock out the others (docs/reliability.md, "Fairness between tenants"): 1,000
+// connections of environment B each send their headers, with a valid key, and the first byte
+// of a 200-byte body, then nothing. At the deployed defaults B may read 100 bodies at once
+// (MAX_UPLOADS_PER_ENVIRONMENT): the rest get 429 with Retry-After at once, and the 100 are cut
+// with 408 at BODY_TIMEOUT_MS (5 s). Environment A's Track and Profiles calls meanwhile get no
+// 429 and a p99 under 100 ms, and every Track call of A answered 202 is queued. It runs alone
+// (ava.alone.config.mjs): it measures latency, which other test files on two cores would swamp.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import test from 'ava';
+import { loadConfig } from '../../common/config.ts';
+import { METRIC_NAMES } from '../../gateway/metrics/gateway-metrics.ts';
+import { queuedMessageIds } from '../helpers/batches.ts';
+import { sleep } from '../helpers/eventually.ts';
+import { request, trackBody } from '../helpers/http.ts';
+import { samples, series } from '../helpers/metrics.ts';
+import { spawnIntake, type Child } from '../helpers/processes.ts';
+import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+
+const defaults = loadConfig({});
+const STALLED = 1000;
+const BODY_BYTES = 200;
+/** Checks of the uploads run every 250 ms, and a body is cut within two of them after its allowance (gateway/upload-watch.ts). */
+const CHECKS_MS = 2 * 250;
+/** Room for a loaded 2-core machine on top of the stated bound (timers and answers run late). */
+const LOAD_SLACK_MS = 2000;
+/** Each of A's lanes calls Track and Profiles once per this many ms: 200 calls/s over two lanes. */
+const PACE_MS = 20;
+
+let h: Harness;
+let gateway: Child;
+
+test.before(async () => {
+  h = await openHarness();
+  // The deployed defaults (the harness sets only connections, ports and the queue prefix).
+  gateway = await spawnIntake('gateway', h.env);
+});
+
+test.after.always(async () => {
+  await gateway?.kill('SIGKILL');
+  await closeEmptied(h);
+});
+
+/** The soft limit on open files of this process (the gateway, its child, has the same). */
+function openFilesLimit(): number {
+  const line = /^Max open files\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  return line?.[1] === 'unlimited' ? Infinity : Number(line?.[1]);
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+
+interface Call {
+  what: 'track' | 'profiles';
+  status: number;
+  ms: number;
+  messageId?: string;
+}
+
+/**
+ * A's steady traffic until stop(): `lanes` loops, each a Track call then a Profiles read every
+ * PACE_MS. Paced rather than as fast as possible: a caller's ordinary load, which leaves the
+ * gateway room, so what is measured is B's effect on A and not A queueing behind itself.
+ */
+function runA(tenant: Tenant, lanes: number) {
+  const calls: Call[] = [];
+  let stopped = false;
+  const lane = async () => {
+    while (!stopped) {
+      const next = performance.now() + PACE_MS;
+      const body = trackBody();
+      let started = performance.now();
+      const tracked = await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body });
+      calls.push({ what: 'track', status: tracked.status, ms: performance.now() - started, messageId: body.messageId as string });
+      started = performance.now();
+      const read = await request(gateway.url, `/api/profiles/${tenant.slug}/a-user`, { method: 'GET', headers: { 'x-api-key': tenant.key } });
+      calls.push({ what: 'profiles', status: read.status, ms: performance.now() - started });
+      await sleep(Math.max(0, next - performance.now()));
+    }
+  };
+  const running = Promise.all(Array.from({ length: lanes }, lane));
+  return {
+    calls,
+    stop: async () => {
+      stopped = true;
+      await running;
+      return calls;
+    },
+  };
+}
+
+interface Summary {
+  calls: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+function summarize(calls: Call[]): Summary {
+  const sorted = calls.map((c) => c.ms).sort((x, y) => x - y);
+  return { calls: calls.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1)! };
+}
+const show = (s: Summary) => `${s.calls} calls, p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, max ${s.max.toFixed(1)} ms`;
+
+const stallScript = fileURLToPath(new URL('../helpers/stalled-uploads.ts', import.meta.url));
+
+interface StallResult {
+  openMs: number;
+  answers: ({ status: number; ms: number; retryAfter?: string; connection?: string; body: string } | null)[];
+  closed: number[];
+}
+
+/** B's 1,000 stalled uploads from a process of their own (test/helpers/stalled-uploads.ts), and the most the gateway read at once meanwhile. */
+async function stallB(b: Tenant): Promise<StallResult & { peakUploads: number }> {
+  const child = spawn(process.execPath, [...process.execArgv, stallScript], {
+    env: {
+      ...process.env,
+      STALL_URL: gateway.url,
+      STALL_PATH: `/api/track/${b.slug}`,
+      STALL_KEY: b.key,
+      STALL_COUNT: String(STALLED),
+      STALL_BYTES: String(BODY_BYTES),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  let peakUploads = 0;
+  const sampleUploads = async () => {
+    const value = samples((await request(gateway.url, '/metrics', { method: 'GET' })).text).get(METRIC_NAMES.uploads) ?? 0;
+    peakUploads = Math.max(peakUploads, value);
+  };
+  const sampler = setInterval(() => void sampleUploads().catch(() => {}), 200);
+  try {
+    const code = await exited;
+    if (code !== 0) throw new Error(`the stalling process exited ${code}`);
+    return { ...(JSON.parse(out) as StallResult), peakUploads };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** How long the gateway took to answer each Track request with `status` (its request log), in what it printed after `from`. */
+function answerTimesLogged(from: number, status: number): number[] {
+  const line = new RegExp(`"route":"track","status":${status},"ms":([\\d.]+)`, 'g');
+  return [...gateway.output().slice(from).matchAll(line)].map((m) => Number(m[1])).sort((x, y) => x - y);
+}
+
+/**
+ * The p99 bound is an absolute figure on a shared 2-core machine, where other processes' load
+ * can make every latency several times longer for minutes. So each round first measures A
+ * alone: while that is not calm (p99 under CALM_P99_MS) the machine cannot show B's effect, and
+ * the round waits and measures again (up to ATTEMPTS times; the last attempt floods anyway).
+ * A flooded round that misses the bound is run again, up to ROUNDS; every other assertion (no
+ * 429 for A, B's refusals and cuts, nothing lost) holds in every flooded round.
+ */
+const ROUNDS = 3;
+const ATTEMPTS = 8;
+const CALM_P99_MS = 50;
+
+test('1,000 stalled uploads of B: B gets 429 beyond its part and its uploads are cut at the body bound; A meanwhile has no 429 and p99 < 100 ms', async (t) => {
+  const limit = openFilesLimit();
+  // Each stalled upload is a socket in the stalling process and one in the gateway, plus what each already holds.
+  t.true(limit >= STALLED + 500, `ulimit -n is ${limit}: this test needs at least ${STALLED + 500} open files per process`);
+  if (limit < STALLED + 500) return;
+
+  const [a, b] = [await newTenant(h), await newTenant(h)];
+  // A's profile exists; both keys are looked up once (the stalled uploads then wait on nothing but their bodies).
+  const identified = await request(gateway.url, `/api/identify/${a.slug}`, {
+    headers: { 'x-api-key': a.key },
+    body: { userId: 'a-user', traits: { plan: 'pro' } },
+  });
+  t.is(identified.status, 200);
+  t.is((await request(gateway.url, `/api/track/${b.slug}`, { headers: { 'x-api-key': b.key }, body: trackBody() })).status, 202);
+  // Warm-up: A's calls before any measurement (code loaded, connections to Redis and PostgreSQL made).
+  const warmUp = runA(a, 2);
+  await sleep(1000);
+  await warmUp.stop();
+
+  const accepted: Call[] = [];
+  let refusedTotal = 0;
+  let cutTotal = 0;
+  let floods = 0;
+  let met = false;
+  const missed: string[] = [];
+  for (let attempt = 1; attempt <= ATTEMPTS && floods < ROUNDS && !met; attempt++) {
+    // A alone, as long as the flood lasts: what this machine gives now.
+    const calm = runA(a, 2);
+    await sleep(3000);
+    const baseline = summarize(await calm.stop());
+    if (baseline.p99 >= CALM_P99_MS && !(attempt === ATTEMPTS && floods === 0)) {
+      t.log(`attempt ${attempt}: A alone ${show(baseline)}: the machine is too busy to measure against, waiting`);
+      await sleep(5000);
+      continue;
+    }
+    floods++;
+    const logFrom = gateway.output().length;
+    const aTraffic = runA(a, 2);
+    await sleep(500);
+    const { answers, closed, openMs, peakUploads } = await stallB(b);
+    await sleep(300);
+    const calls = await aTraffic.stop();
+    accepted.push(...calls.filter((c) => c.what === 'track' && c.status === 202));
+
+    // A: served throughout, none refused.
+    const statuses = new Map<string, number>();
+    for (const call of calls) statuses.set(`${call.what} ${call.status}`, (statuses.get(`${call.what} ${call.status}`) ?? 0) + 1);
+    const flood = summarize(calls);
+    t.log(`attempt ${attempt}: A alone ${show(baseline)}; A during the flood ${show(flood)} ${JSON.stringify(Object.fromEntries(statuses))}`);
+    t.true(calls.length >= 300, `${calls.length} calls of A measured`);
+    t.deepEqual([...statuses.keys()].sort(), ['profiles 200', 'track 202'], 'every call of A answered 202 (Track) or 200 (Profiles): no 429');
+
+    // B: its part read and cut with 408 within the bound, the excess refused with 429 at once.
+    const cut = answers.filter((x) => x?.status === 408);
+    const refused = answers.filter((x) => x?.status === 429);
+    refusedTotal += refused.length;
+    cutTotal += cut.length;
+    // The gateway's own measure, from when it had the request's headers: the bound counts from
+    // when it began reading the body, just after. The stalling client's measure adds whatever
+    // kept the gateway from its headers (seconds, on a busy machine).
+    const cutMs = answerTimesLogged(logFrom, 408);
+    const refusedMs = answerTimesLogged(logFrom, 429);
+    const clientCutMs = cut.map((x) => x!.ms).sort((x, y) => x - y);
+    const clientRefusedMs = refused.map((x) => x!.ms).sort((x, y) => x - y);
+    t.log(
+      `attempt ${attempt}: B opened in ${Math.round(openMs)} ms; ${cut.length} cut (408) ${Math.round(cutMs[0])}–${Math.round(cutMs.at(-1)!)} ms ` +
+        `after the gateway had their headers (${Math.round(clientCutMs[0])}–${Math.round(clientCutMs.at(-1)!)} ms after B sent them), ` +
+        `${refused.length} refused (429) within ${Math.round(refusedMs.at(-1)!)} ms (${Math.round(clientRefusedMs.at(-1)!)} ms after B sent them); ` +
+        `at most ${peakUploads} uploads read at once`,
+    );
+    t.is(
+      cut.length + refused.length,
+      STALLED,
+      `every upload answered 408 or 429: ${answers.filter((x) => x?.status !== 408 && x?.status !== 429).length} were not`,
+    );
+    t.is(cutMs.length, cut.length, "each cut is in the gateway's request log");
+    t.is(refusedMs.length, refused.length, "each refusal is in the gateway's request log");
+    t.true(cut.length >= defaults.maxUploadsPerEnvironment, "B's part was read");
+    t.true(peakUploads <= defaults.maxUploadsPerEnvironment, `at most B's part read at once (${peakUploads})`);
+    // The stated bound: BODY_TIMEOUT_MS plus 1 s per BODY_MIN_BYTES_PER_SECOND received (1 byte here), cut within two checks 250 ms apart.
+    const bound = defaults.bodyTimeoutMs + 1000 / defaults.bodyMinBytesPerSecond + CHECKS_MS;
+    t.true(cutMs[0] >= defaults.bodyTimeoutMs, `none cut before the body timeout (${Math.round(cutMs[0])} ms)`);
+    t.true(cutMs.at(-1)! < bound + LOAD_SLACK_MS, `every cut within ${Math.round(bound)} ms (+${LOAD_SLACK_MS} ms for load): ${Math.round(cutMs.at(-1)!)} ms`);
+    t.true(
+      cut.every((x) => x!.body === '{"error":"Request timeout"}' && x!.connection === 'close'),
+      '408 {"error":"Request timeout"}, Connection: close',
+    );
+    t.true(
+      refused.every((x) => x!.body === '{"error":"Too many requests"}' && x!.retryAfter === '1' && x!.connection === 'close'),
+      '429 {"error":"Too many requests"}, Retry-After: 1, Connection: close',
+    );
+    t.true(refusedMs.at(-1)! < 1000, `refused at once, not after waiting (${Math.round(refusedMs.at(-1)!)} ms)`);
+    // The stalling process ends only once the gateway closed every connection.
+    t.is(closed.length, STALLED, 'every connection of B closed by the gateway');
+    if (flood.p99 < 100) met = true;
+    else missed.push(`attempt ${attempt}: ${flood.p99.toFixed(1)} ms (A alone ${baseline.p99.toFixed(1)} ms)`);
+  }
+  t.true(floods > 0, 'at least one flooded round');
+  t.true(met, `A's p99 during the flood under 100 ms in one of ${floods} rounds: ${missed.join('; ')}`);
+
+  // Nothing acknowledged is lost.
+  const queued = await queuedMessageIds(h.operator.eventsQueue(), a.environmentId);
+  t.is(accepted.filter((c) => !queued.has(c.messageId!)).length, 0, 'every 202 of A is queued');
+  const m = samples((await request(gateway.url, '/metrics', { method: 'GET' })).text);
+  t.is(m.get(series(METRIC_NAMES.refusals, { reason: 'uploads_environment' })), refusedTotal);
+  t.is(m.get(series(METRIC_NAMES.refusals, { reason: 'uploads' })), 0);
+  t.is(m.get(METRIC_NAMES.uploadsCut), cutTotal);
+  t.is(m.get(METRIC_NAMES.uploads), 0);
+});

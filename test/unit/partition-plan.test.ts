@@ -1,0 +1,59 @@
+import test from 'ava';
+import {
+  DAY_MS,
+  daysAhead,
+  daysBetween,
+  daysPastRetention,
+  daysToCreate,
+  partitionDay,
+  partitionName,
+  retentionBound,
+  utcDay,
+} from '../../common/domain/partition-plan.ts';
+
+const d = (iso: string) => Date.parse(iso);
+
+test('a partition is named after its UTC day, and the name gives the day back', (t) => {
+  t.is(partitionName(d('2026-11-27T00:00:00Z')), 'events_p20261127');
+  t.is(partitionDay('events_p20261127'), d('2026-11-27T00:00:00Z'));
+  for (const name of ['events_p20261332', 'events_p2026112', 'events', 'events_legacy', 'events_p20260230']) t.is(partitionDay(name), null, name);
+});
+
+test('23:59:59.999 is the day before 00:00:00.000', (t) => {
+  t.is(utcDay(d('2026-11-27T23:59:59.999Z')), d('2026-11-27T00:00:00Z'));
+  t.is(utcDay(d('2026-11-28T00:00:00.000Z')), d('2026-11-28T00:00:00Z'));
+  t.is(utcDay(d('1969-12-31T23:59:59.999Z')), d('1969-12-31T00:00:00Z'));
+});
+
+test('the days to make: yesterday through the days ahead, less those that exist', (t) => {
+  const now = d('2026-11-27T13:00:00Z');
+  const day = (n: number) => d('2026-11-27T00:00:00Z') + n * DAY_MS;
+  t.deepEqual(daysToCreate(new Set(), now, 2), [day(-1), day(0), day(1), day(2)]);
+  t.deepEqual(daysToCreate(new Set([day(-1), day(0), day(2)]), now, 2), [day(1)]);
+  t.deepEqual(daysToCreate(new Set([day(-1), day(0), day(1), day(2)]), now, 2), []);
+});
+
+test('days between two times: each day once, both ends included', (t) => {
+  t.deepEqual(daysBetween(d('2026-11-27T23:00:00Z'), d('2026-11-29T01:00:00Z')), [d('2026-11-27'), d('2026-11-28'), d('2026-11-29')]);
+  t.deepEqual(daysBetween(d('2026-11-27T01:00:00Z'), d('2026-11-27T02:00:00Z')), [d('2026-11-27')]);
+});
+
+test('retention drops a partition only once all of its day is past the bound; forever drops none', (t) => {
+  const now = d('2026-11-27T12:00:00Z');
+  const days = [d('2026-11-23'), d('2026-11-24'), d('2026-11-25'), d('2026-11-26'), d('2026-11-27')];
+  t.is(retentionBound(now, 3), d('2026-11-24T12:00:00Z'));
+  t.deepEqual(daysPastRetention(days, now, 3), [d('2026-11-23')]);
+  // Exactly at the bound: the day's end equals the bound, so all of it is past.
+  t.deepEqual(daysPastRetention(days, d('2026-11-27T00:00:00Z'), 3), [d('2026-11-23')]);
+  t.deepEqual(daysPastRetention(days, d('2026-11-26T23:59:59.999Z'), 3), []);
+  t.deepEqual(daysPastRetention(days, now, null), []);
+  t.is(retentionBound(now, null), null);
+});
+
+test('days ahead counts the partitions after today without a gap', (t) => {
+  const now = d('2026-11-27T12:00:00Z');
+  const day = (n: number) => d('2026-11-27T00:00:00Z') + n * DAY_MS;
+  t.is(daysAhead(new Set([day(0)]), now), 0);
+  t.is(daysAhead(new Set([day(0), day(1), day(2), day(4)]), now), 2);
+  t.is(daysAhead(new Set([day(2), day(3)]), now), 0);
+});

@@ -1,0 +1,67 @@
+import test from 'ava';
+import { decisionsToRemove, dropReason, operatorName, userHashOf, userKeyBits } from '../../common/domain/privacy.ts';
+import { identityHash } from '../../common/domain/identity-hash.ts';
+
+test('a user ID is keyed trimmed, as Identify stores it (the key of profile_users)', (t) => {
+  t.deepEqual(userHashOf('  alice \t'), identityHash('alice'));
+  t.notDeepEqual(userHashOf('alice'), userHashOf('Alice'));
+  t.is(userHashOf('x\0y').length, 32);
+});
+
+test('the 64 key bits of identify_messages are the first 8 bytes of the key, signed', (t) => {
+  const key = Buffer.alloc(32);
+  key.writeBigInt64BE(-5n, 0);
+  t.is(userKeyBits(key), '-5');
+  t.is(userKeyBits(userHashOf('bob')), userHashOf('bob').readBigInt64BE(0).toString());
+});
+
+const erased = { erasedAt: 1000, suppressedAt: null };
+const suppressed = { erasedAt: null, suppressedAt: 1000 };
+
+test('an erasure drops what was received up to its time, and nothing after', (t) => {
+  t.is(dropReason(erased, 999), 'erased');
+  t.is(dropReason(erased, 1000), 'erased');
+  t.is(dropReason(erased, 1001), null);
+});
+
+test('a suppression drops what is received from its time on, and nothing before', (t) => {
+  t.is(dropReason(suppressed, 999), null);
+  t.is(dropReason(suppressed, 1000), 'suppressed');
+  t.is(dropReason(suppressed, 5000), 'suppressed');
+});
+
+test('erased and suppressed together drop everything; no state drops nothing', (t) => {
+  const both = { erasedAt: 1000, suppressedAt: 1000 };
+  t.is(dropReason(both, 1), 'erased');
+  t.is(dropReason(both, 1000), 'erased');
+  t.is(dropReason(both, 1001), 'suppressed');
+  t.is(dropReason(undefined, 1), null);
+  t.is(dropReason({ erasedAt: null, suppressedAt: null }, 1), null);
+});
+
+test('consent decisions of addresses another profile claimed stay; the rest go, once each', (t) => {
+  const mine = [
+    { channel: 'email', value: 'a@example.com' },
+    { channel: 'email', value: 'a@example.com' },
+    { channel: 'sms', value: '+100' },
+    { channel: 'email', value: 'shared@example.com' },
+    { channel: 'sms', value: '' },
+  ];
+  const others = [
+    { channel: 'email', value: 'shared@example.com' },
+    // The same text on another channel is another address.
+    { channel: 'email', value: '+100' },
+  ];
+  t.deepEqual(decisionsToRemove(mine, others), [
+    { channel: 'email', value: 'a@example.com' },
+    { channel: 'sms', value: '+100' },
+  ]);
+  t.deepEqual(decisionsToRemove([], others), []);
+});
+
+test('the operator is --by, else the OS user, never empty', (t) => {
+  t.is(operatorName('dpo', 'root'), 'dpo');
+  t.is(operatorName(undefined, 'root'), 'root');
+  t.is(operatorName('  ', undefined), 'unknown');
+  t.is(operatorName(undefined, undefined), 'unknown');
+});

@@ -1,0 +1,305 @@
+// intake users forget end to end: data sent through a real gateway and worker, erased with the
+// operator command, every table counted by SQL afterwards; events queued before the erasure
+// and Identify calls racing it bring nothing back.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import { journeyCreate, journeyPublish } from '../../cli/commands/journey.ts';
+import { usersAudit, usersForget } from '../../cli/commands/users.ts';
+import { identityHash } from '../../common/domain/identity-hash.ts';
+import { toPgText } from '../../common/domain/pg-text.ts';
+import { poolOf } from '../../common/db.ts';
+import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
+import { userLockKey } from '../../common/store/identify-write.ts';
+import { toIdentifyCall } from '../../common/store/identify-plan.ts';
+import { identifyInput } from '../helpers/identify-input.ts';
+import { messageKeyOf } from '../../common/store/identify-write.ts';
+import { identifyCallsKey } from '../../common/live-keys.ts';
+import { eventually, sleep } from '../helpers/eventually.ts';
+import { request, trackBody } from '../helpers/http.ts';
+import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
+import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+
+let h: Harness;
+let gateway: { url: string; close(): Promise<void> };
+let dir: string;
+
+test.before(async () => {
+  h = await openHarness({ JOURNEY_TICK_MS: '50', JOURNEY_GRACE_MS: '300', WORKER_BATCH_WAIT_MS: '2' });
+  gateway = await gatewayInProcess(h, { ownPool: true });
+  dir = await mkdtemp(path.join(tmpdir(), 'intake-erasure-'));
+});
+
+test.after.always(async () => {
+  await gateway?.close();
+  await h?.close();
+});
+
+async function track(tenant: Tenant, body: Record<string, unknown>) {
+  const reply = await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: trackBody(body) });
+  if (reply.status !== 202) throw new Error(`track: ${reply.status} ${reply.text}`);
+  return reply;
+}
+
+async function identify(tenant: Tenant, body: Record<string, unknown>) {
+  const reply = await request(gateway.url, `/api/identify/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body });
+  if (reply.status !== 200) throw new Error(`identify: ${reply.status} ${reply.text}`);
+  return reply;
+}
+
+const queueEmpty = async () => {
+  const c = await h.operator.eventsQueue().getJobCounts('wait', 'active', 'delayed', 'prioritized');
+  return Object.values(c).every((n) => n === 0);
+};
+
+const count = async (sql: string, ...values: unknown[]) => Number((await h.db.$queryRawUnsafe<{ n: bigint }[]>(sql, ...values))[0].n);
+
+/** Every row of every table that holds something of these user IDs, counted by SQL. */
+async function rowsOf(tenant: Tenant, userIds: string[], messageIds: string[], emails: string[]) {
+  const env = tenant.environmentId;
+  const hashes = userIds.map((u) => identityHash(u));
+  const keys = messageIds.map((m) => messageKeyOf(toPgText(m)));
+  const profileIds = `SELECT profile_id FROM profile_users WHERE environment_id = $1::uuid AND user_hash = ANY($2::bytea[])`;
+  return {
+    profiles: await count(`SELECT count(*) AS n FROM profiles WHERE id IN (${profileIds})`, env, hashes),
+    profileUsers: await count(`SELECT count(*) AS n FROM profile_users WHERE environment_id = $1::uuid AND user_hash = ANY($2::bytea[])`, env, hashes),
+    profilesWithEmail: await count(`SELECT count(*) AS n FROM profiles WHERE environment_id = $1::uuid AND email = ANY($2::text[])`, env, emails),
+    addressClaims: await count(
+      `SELECT count(*) AS n FROM address_claims c JOIN profiles p ON p.id = c.profile_id WHERE p.environment_id = $1::uuid AND c.value = ANY($2::text[])`,
+      env,
+      emails,
+    ),
+    emailDecisions: await count(`SELECT count(*) AS n FROM consent_decisions WHERE environment_id = $1::uuid AND address = ANY($2::text[])`, env, emails),
+    events: await count(`SELECT count(*) AS n FROM events WHERE environment_id = $1::uuid AND user_id = ANY($2::text[])`, env, userIds),
+    journeyRuns: await count(`SELECT count(*) AS n FROM journey_runs WHERE environment_id = $1::uuid AND user_hash = ANY($2::bytea[])`, env, hashes),
+    journeyMessages: await count(
+      `SELECT count(*) AS n FROM journey_messages m JOIN journeys j ON j.id = m.journey_id WHERE j.environment_id = $1::uuid AND m.address = ANY($2::text[])`,
+      env,
+      emails,
+    ),
+    identifyMessages: await count(`SELECT count(*) AS n FROM identify_messages WHERE environment_id = $1::uuid AND message_key = ANY($2::uuid[])`, env, keys),
+    outboxEvents: await count(
+      `SELECT count(*) AS n FROM outbox_events WHERE environment_id = $1::uuid AND EXISTS (SELECT 1 FROM unnest($2::text[]) u WHERE strpos(payload, u) > 0)`,
+      env,
+      userIds.map((u) => JSON.stringify(u)),
+    ),
+  };
+}
+
+const NONE = {
+  profiles: 0,
+  profileUsers: 0,
+  profilesWithEmail: 0,
+  addressClaims: 0,
+  emailDecisions: 0,
+  events: 0,
+  journeyRuns: 0,
+  journeyMessages: 0,
+  identifyMessages: 0,
+  outboxEvents: 0,
+};
+
+test.serial('a person seeded in every table is forgotten: every table holds zero rows of them, and another profile keeps its shared address', async (t) => {
+  const tenant = await newTenant(h, 'join-by-email,attribute-trigger');
+  const file = path.join(dir, 'welcome.json');
+  await writeFile(file, JSON.stringify({ name: 'Welcome', entry: { event: 'Signed Up' }, steps: [{ send: { channel: 'email', template: 'welcome' } }] }));
+  const journey = await journeyCreate(h.operator, [tenant.slug, '--file', file]);
+  await journeyPublish(h.operator, [tenant.slug, journey.id]);
+  const worker = await workerInProcess(h);
+  t.teardown(() => worker.close());
+
+  const email = 'ada@example.com';
+  const phone = '+15550100';
+  const granted = { channel: 'email', status: 'granted', basis: 'consent', consentedAt: Date.now() - 1000 };
+  const sms = { channel: 'sms', status: 'granted', basis: 'consent', consentedAt: Date.now() - 1000 };
+  const messageIds = ['m-ada-1', 'm-ada-2', 'm-web-1'];
+  await identify(tenant, { userId: 'ada', messageId: messageIds[0], traits: { email, phone, name: 'Ada' }, consent: [granted, sms] });
+  await identify(tenant, { userId: 'ada', messageId: messageIds[1], traits: { plan: 'pro' } });
+  // Joined by email: a second user ID reads the same profile.
+  await identify(tenant, { userId: 'ada-web', messageId: messageIds[2], traits: { email: email.toUpperCase(), city: 'London' } });
+  // Someone else with the same phone: the SMS decision is theirs as well.
+  await identify(tenant, { userId: 'grace', traits: { phone, name: 'Grace' } });
+  for (let i = 0; i < 3; i++) await track(tenant, { userId: 'ada', event: i ? 'Viewed' : 'Signed Up' });
+  await track(tenant, { userId: 'ada-web', event: 'Viewed' });
+  await track(tenant, { anonymousId: 'anon-1', userId: null, event: 'Viewed' });
+  await eventually(async () => (await count(`SELECT count(*) AS n FROM journey_messages WHERE journey_id = $1::uuid`, journey.id)) === 1);
+  await eventually(queueEmpty);
+
+  const before = await rowsOf(tenant, ['ada', 'ada-web'], messageIds, [email]);
+  for (const [kind, n] of Object.entries(before)) if (kind !== 'profilesWithEmail') t.true(n > 0, `seeded ${kind}`);
+
+  // The dashboard's live view holds their Identify calls with the raw user IDs.
+  const live = await h.operator.redis();
+  const liveUsers = async () =>
+    (await live.xrange(identifyCallsKey(h.config.queuePrefix, tenant.environmentId), '-', '+')).map(([, f]) => f[f.indexOf('u') + 1]);
+  // Every call recorded (the recorder writes once a second, so Grace's may come a second later).
+  await eventually(async () => {
+    const users = await liveUsers();
+    return ['ada', 'ada-web', 'grace'].every((u) => users.includes(u));
+  });
+
+  const summary = await usersForget(h.operator, [tenant.slug, 'ada', '--by', 'dpo@example.com']);
+  t.is(summary.liveViewEntries, 3);
+  t.deepEqual(await liveUsers(), ['grace']);
+  t.deepEqual(summary.joinedUserIds, ['ada-web']);
+  t.like(summary.removed, { profiles: 1, userIds: 2, events: 4, journeyRuns: 1, journeyMessages: 1, identifyMessages: 3, consentDecisions: 1 });
+  t.is(summary.removed.traits, 5);
+  t.is(summary.consentDecisionsKept, 1);
+  t.deepEqual(await rowsOf(tenant, ['ada', 'ada-web'], messageIds, [email]), NONE);
+  // What is not theirs stays: the anonymous event, Grace's profile and the SMS decision of the shared phone.
+  t.is(await count(`SELECT count(*) AS n FROM events WHERE environment_id = $1::uuid AND anonymous_id = 'anon-1'`, tenant.environmentId), 1);
+  t.is(await count(`SELECT count(*) AS n FROM consent_decisions WHERE environment_id = $1::uuid AND address = $2`, tenant.environmentId, phone), 1);
+  const grace = await request(gateway.url, `/api/profiles/${tenant.slug}/grace`, { method: 'GET', headers: { 'x-api-key': tenant.key } });
+  t.is(grace.status, 200);
+  const ada = await request(gateway.url, `/api/profiles/${tenant.slug}/ada`, { method: 'GET', headers: { 'x-api-key': tenant.key } });
+  t.is(ada.status, 404);
+
+  // The audit: who, when, how many, and no raw identifier, trait or address.
+  const audit = await usersAudit(h.operator, [tenant.slug]);
+  t.is(audit.length, 1);
+  t.like(audit[0], { action: 'forget', operator: 'dpo@example.com', userHash: identityHash('ada').toString('hex') });
+  t.is(audit[0].counts.events, 4);
+  const stored = JSON.stringify(
+    await h.db.$queryRawUnsafe(`SELECT *, encode(user_hash, 'escape') AS raw FROM privacy_audit WHERE environment_id = $1::uuid`, tenant.environmentId),
+    (_, v) => (typeof v === 'bigint' ? String(v) : v),
+  );
+  for (const secret of ['ada', email, phone, 'Ada', 'London']) t.false(stored.includes(secret), secret);
+});
+
+test.serial('events queued before the erasure store nothing when the worker starts after it; later ones are new data', async (t) => {
+  const tenant = await newTenant(h);
+  const messageIds = Array.from({ length: 20 }, (_, i) => `queued-${i}-${Date.now()}`);
+  for (const messageId of messageIds) await track(tenant, { userId: i(messageId) ? 'bob' : ' bob ', messageId });
+  await track(tenant, { userId: 'carol', messageId: 'carol-1' });
+  await usersForget(h.operator, [tenant.slug, 'bob']);
+  await sleep(5);
+  await track(tenant, { userId: 'bob', messageId: 'after-erasure' });
+
+  const worker = await workerInProcess(h);
+  t.teardown(() => worker.close());
+  await eventually(queueEmpty);
+  const stored = await h.db.event.findMany({ where: { environmentId: tenant.environmentId }, select: { messageId: true } });
+  t.deepEqual(stored.map((e) => e.messageId).sort(), ['after-erasure', 'carol-1']);
+});
+
+const i = (messageId: string) => Number(messageId.split('-')[1]) % 2 === 0;
+
+async function profileOf(tenant: Tenant, userId: string) {
+  const rows = await h.db.$queryRawUnsafe<{ updated: bigint }[]>(
+    `SELECT floor(extract(epoch FROM p.updated_at) * 1000)::int8 AS updated FROM profiles p JOIN profile_users u ON u.profile_id = p.id
+      WHERE u.environment_id = $1::uuid AND u.user_hash = $2`,
+    tenant.environmentId,
+    identityHash(userId),
+  );
+  return rows.length ? Number(rows[0].updated) : null;
+}
+
+test.serial('an Identify racing the erasure lands before it (and is removed) or after it (new data) or is dropped: 50 races', async (t) => {
+  const tenant = await newTenant(h);
+  let before = 0;
+  let after = 0;
+  for (let n = 0; n < 50; n++) {
+    const user = `racer-${n}`;
+    await identify(tenant, { userId: user, traits: { n } });
+    const [, summary] = await Promise.all([
+      sleep(n % 5).then(() => identify(tenant, { userId: user, traits: { n, again: true } })),
+      sleep((n * 3) % 4).then(() => usersForget(h.operator, [tenant.slug, user])),
+    ]);
+    // No timestamp was sent, so the profile's time is the call's receipt: one left behind must have been received after the erasure.
+    const updated = await profileOf(tenant, user);
+    if (updated === null) before++;
+    else {
+      after++;
+      t.true(updated > summary.erasedAt, `${user}: a profile received at ${updated} is left after the erasure at ${summary.erasedAt}`);
+    }
+  }
+  t.log(`removed or dropped: ${before}, received after the erasure: ${after}`);
+  t.is(before + after, 50);
+});
+
+test.serial('with --suppress, an Identify racing the erasure never leaves a profile: 50 races', async (t) => {
+  const tenant = await newTenant(h);
+  for (let n = 0; n < 50; n++) {
+    const user = `quiet-${n}`;
+    await identify(tenant, { userId: user, traits: { n } });
+    await Promise.all([
+      sleep(n % 5).then(() => identify(tenant, { userId: user, traits: { n, again: true } })),
+      sleep((n * 3) % 4).then(() => usersForget(h.operator, [tenant.slug, user, '--suppress'])),
+    ]);
+    t.is(await profileOf(tenant, user), null, user);
+  }
+});
+
+test.serial('an Identify received before the erasure but committing after it is dropped: answered 200, nothing stored, its messageId not kept', async (t) => {
+  const tenant = await newTenant(h);
+  const userKey = toPgText('held');
+  // Hold the lock Identify's batch takes for this user, so the call waits inside its transaction.
+  const holder = await poolOf(h.db).connect();
+  t.teardown(() => holder.release());
+  await holder.query('BEGIN');
+  await holder.query('SELECT pg_advisory_xact_lock($1)', [userLockKey(tenant.environmentId, userKey).toString()]);
+  const pending = identify(tenant, { userId: 'held', messageId: 'held-1', traits: { a: 1 } });
+  await sleep(200);
+  // What an erasure that ran meanwhile leaves: a tombstone newer than the call's receipt.
+  await holder.query(
+    `INSERT INTO privacy_users (environment_id, user_hash, erased_at) VALUES ($1, $2, floor(extract(epoch FROM clock_timestamp()) * 1000)::int8)`,
+    [tenant.environmentId, identityHash('held')],
+  );
+  await holder.query('COMMIT');
+  const reply = await pending;
+  t.like(reply.json, { success: true, messageId: 'held-1', duplicate: false });
+  t.is(await profileOf(tenant, 'held'), null);
+  t.is(await count(`SELECT count(*) AS n FROM identify_messages WHERE environment_id = $1::uuid`, tenant.environmentId), 0);
+  // A call received after the erasure is new data.
+  await identify(tenant, { userId: 'held', messageId: 'held-2', traits: { a: 2 } });
+  t.not(await profileOf(tenant, 'held'), null);
+});
+
+test.serial('Track events racing an erasure with a worker running: every event of the user left was received after it', async (t) => {
+  const tenant = await newTenant(h);
+  const worker = await workerInProcess(h);
+  t.teardown(() => worker.close());
+  let sending = true;
+  const sender = (async () => {
+    let n = 0;
+    while (sending) await track(tenant, { userId: 'dora', messageId: `dora-${n++}` });
+    return n;
+  })();
+  await sleep(300);
+  const summary = await usersForget(h.operator, [tenant.slug, 'dora']);
+  await sleep(300);
+  sending = false;
+  const sent = await sender;
+  await eventually(queueEmpty);
+  await sleep(200);
+  const left = await h.db.event.findMany({ where: { environmentId: tenant.environmentId }, select: { receivedAt: true } });
+  t.log(`sent ${sent}, erased ${summary.removed.events}, received after the erasure and kept ${left.length}`);
+  t.true(summary.removed.events > 0 || left.length < sent);
+  for (const e of left) t.true(e.receivedAt.getTime() > summary.erasedAt);
+});
+
+test.serial('in one Identify batch, only the calls a tombstone covers are dropped; the others are applied, and each is answered', async (t) => {
+  const tenant = await newTenant(h);
+  const received = Date.now();
+  await h.db.$executeRawUnsafe(
+    `INSERT INTO privacy_users (environment_id, user_hash, erased_at) VALUES ($1::uuid, $2, $3)`,
+    tenant.environmentId,
+    identityHash('gone'),
+    received + 1000,
+  );
+  const env = { id: tenant.environmentId, features: [] };
+  const calls = [
+    toIdentifyCall(env, identifyInput('kept-1', { a: 1 }, { messageId: 'b-1' }), received),
+    toIdentifyCall(env, identifyInput('gone', { a: 2 }, { messageId: 'b-2' }), received),
+    toIdentifyCall(env, identifyInput('kept-2', { a: 3 }, { messageId: 'b-3' }), received),
+    // Received after the erasure: new data.
+    toIdentifyCall(env, identifyInput('gone', { a: 4 }, { messageId: 'b-4' }), received + 2000),
+  ];
+  const dropped: string[] = [];
+  const outcomes = await applyIdentifyBatch(poolOf(h.db), calls, { onDropped: (d) => dropped.push(...d.map((x) => x.call.messageId)) });
+  t.deepEqual(outcomes, ['applied', 'applied', 'applied', 'applied']);
+  t.deepEqual(dropped, ['b-2']);
+  for (const user of ['kept-1', 'kept-2', 'gone']) t.not(await profileOf(tenant, user), null, user);
+  t.is(await count(`SELECT count(*) AS n FROM identify_messages WHERE environment_id = $1::uuid`, tenant.environmentId), 3);
+});

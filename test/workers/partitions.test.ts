@@ -1,0 +1,217 @@
+// events partitioned by day against the real PostgreSQL: where rows land, the messageId
+// identity across partitions, partitions made by two workers at once, retention dropping
+// exactly the partitions past the bound while Track runs, and the reads across partitions.
+// A database of the file's own: partitions are global to a database.
+import test from 'ava';
+import pg from 'pg';
+import { DAY_MS, partitionName } from '../../common/domain/partition-plan.ts';
+import { poolOf } from '../../common/db.ts';
+import { eventNames, findEvent, insertEventsOnce, recentEvents, type EventRow } from '../../common/store/events.ts';
+import { createEventPartitions, createPartitionsFor, eventPartitions } from '../../common/store/storage.ts';
+import { maintenanceRound } from '../../workers/storage-maintenance.ts';
+import { persistEvent } from '../../workers/persist-event.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { request, trackBody } from '../helpers/http.ts';
+import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
+import { newTenant, openHarness, ownDatabase, type Harness, type Tenant } from '../helpers/services.ts';
+
+let h: Harness;
+let url: string;
+
+test.before(async () => {
+  url = await ownDatabase('parts');
+  h = await openHarness({ DATABASE_URL: url });
+});
+
+test.after.always(async () => {
+  await h?.close();
+});
+
+function row(tenant: Tenant, messageId: string, receivedAt: number, extra: Partial<EventRow> = {}): EventRow {
+  return {
+    environmentId: tenant.environmentId,
+    messageId,
+    event: 'Order Completed',
+    userId: 'u-1',
+    anonymousId: null,
+    timestampMs: receivedAt,
+    receivedAt,
+    payload: JSON.stringify({ type: 'track', messageId, event: 'Order Completed', userId: 'u-1' }),
+    status: 'processed',
+    withinLimits: true,
+    limitReason: null,
+    drivesJourneys: true,
+    error: null,
+    ...extra,
+  };
+}
+
+/** insertEventsOnce, its days' partitions made first (the days of these tests are far from today). */
+async function insert(rows: EventRow[]): Promise<number> {
+  const times = rows.map((r) => r.receivedAt);
+  await createPartitionsFor(poolOf(h.db), Math.min(...times), Math.max(...times));
+  return insertEventsOnce(h.db, rows);
+}
+
+/** The partition holding each of the tenant's events, by messageId. */
+async function partitionsOf(tenant: Tenant): Promise<Record<string, string>> {
+  const { rows } = await poolOf(h.db).query<{ m: string; p: string }>(
+    'SELECT message_id AS m, tableoid::regclass::text AS p FROM events WHERE environment_id = $1',
+    [tenant.environmentId],
+  );
+  return Object.fromEntries(rows.map((r) => [r.m, r.p]));
+}
+
+const midnight = Date.UTC(2031, 0, 2);
+
+test('an event at 23:59:59.999 and one at 00:00:00.000 land in the partitions of their days', async (t) => {
+  const tenant = await newTenant(h);
+  await insert([row(tenant, 'before', midnight - 1), row(tenant, 'after', midnight)]);
+  t.deepEqual(await partitionsOf(tenant), { before: 'events_p20310101', after: 'events_p20310102' });
+  const before = await findEvent(h.db, tenant.environmentId, 'before');
+  t.is(before?.receivedAt, midnight - 1);
+  t.is((await findEvent(h.db, tenant.environmentId, 'after'))?.receivedAt, midnight);
+});
+
+test('a messageId sent again across a partition boundary is stored once, in the first copy’s partition', async (t) => {
+  const tenant = await newTenant(h);
+  const first = row(tenant, 'dup', midnight - 1);
+  t.is(await insert([first]), 1);
+  // The resend, received a millisecond later in the next day's partition, in a batch with a new event.
+  t.is(await insert([row(tenant, 'dup', midnight), row(tenant, 'new', midnight)]), 1);
+  t.deepEqual(await partitionsOf(tenant), { dup: 'events_p20310101', new: 'events_p20310102' });
+  // And through the worker's own path, days later.
+  t.false(
+    await persistEvent(h.db, {
+      environmentId: tenant.environmentId,
+      messageId: 'dup',
+      receivedAt: midnight + 3 * DAY_MS,
+      timestampMs: midnight,
+      payload: first.payload,
+    }),
+  );
+  t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId, messageId: 'dup' } }), 1);
+});
+
+test('a failed event delivered again and stored becomes processed, whichever partition holds it', async (t) => {
+  const tenant = await newTenant(h);
+  await insert([row(tenant, 'retried', midnight - 1, { status: 'failed', error: 'boom' })]);
+  t.is(await insert([row(tenant, 'retried', midnight + 5)]), 1);
+  t.like(await findEvent(h.db, tenant.environmentId, 'retried'), { status: 'processed', error: null, receivedAt: midnight - 1 });
+});
+
+test('a received time with no partition yet makes its day’s partition and is stored, not refused', async (t) => {
+  const tenant = await newTenant(h);
+  const far = Date.UTC(2033, 5, 15, 12);
+  t.true(
+    await persistEvent(h.db, {
+      environmentId: tenant.environmentId,
+      messageId: 'far',
+      receivedAt: far,
+      timestampMs: far,
+      payload: row(tenant, 'far', far).payload,
+    }),
+  );
+  t.deepEqual(await partitionsOf(tenant), { far: 'events_p20330615' });
+});
+
+test('the maintenance run by two workers at once makes each partition once', async (t) => {
+  // Days no earlier run of this file made (its database stays between runs).
+  const days = Array.from({ length: 6 }, (_, i) => Date.UTC(2100 + Math.floor(Math.random() * 5000), 2, 1) + i * DAY_MS);
+  const pools = [new pg.Pool({ connectionString: url }), new pg.Pool({ connectionString: url })];
+  t.teardown(() => Promise.all(pools.map((p) => p.end())));
+  const made = await Promise.all([createEventPartitions(pools[0], days), createEventPartitions(pools[1], [...days].reverse())]);
+  t.deepEqual([...made[0], ...made[1]].sort(), days.map(partitionName).sort());
+  const names = (await eventPartitions(pools[0])).map((p) => p.name);
+  for (const day of days) t.is(names.filter((n) => n === partitionName(day)).length, 1);
+  // Two whole rounds at once: one holds the lock, the other only reads.
+  const rounds = await Promise.all([maintenanceRound(pools[0], settings(null)), maintenanceRound(pools[1], settings(null))]);
+  t.deepEqual(rounds.map((r) => r.ran).sort(), [false, true]);
+  const now = Date.now();
+  const after = new Set((await eventPartitions(pools[0])).map((p) => p.name));
+  for (let d = -1; d <= 3; d++) t.true(after.has(partitionName(Math.floor(now / DAY_MS) * DAY_MS + d * DAY_MS)), `day ${d}`);
+});
+
+function settings(retentionDays: number | null) {
+  return {
+    eventsRetentionDays: retentionDays,
+    eventPartitionsAheadDays: 3,
+    identifyIdempotencyDays: 7,
+    addressHistoryDays: null,
+    storageMaintenanceMs: 60_000,
+  };
+}
+
+test('retention drops exactly the partitions past the bound, with their identities, while a Track load loses nothing', async (t) => {
+  const tenant = await newTenant(h);
+  const pool = poolOf(h.db);
+  // Four old days, 300 events each (2020-03-01 to 03-04).
+  const old = Array.from({ length: 4 }, (_, i) => Date.UTC(2020, 2, 1) + i * DAY_MS);
+  for (const day of old) {
+    await insert(Array.from({ length: 300 }, (_, j) => row(tenant, `old-${day}-${j}`, day + j * 1000)));
+  }
+  // "now" is 2020-03-06 12:00 and retention 3 days: the bound is 03-03 12:00, so the partitions
+  // of 03-01 and 03-02 are past it; 03-03 (half of it is newer) and 03-04 stay.
+  const now = Date.UTC(2020, 2, 6, 12);
+  const gateway = await gatewayInProcess(h);
+  const worker = await workerInProcess(h);
+  t.teardown(async () => {
+    await worker.close();
+    await gateway.close();
+  });
+  const sent: string[] = [];
+  let stop = false;
+  const load = (async () => {
+    while (!stop || sent.length < 20) {
+      const body = trackBody({ userId: 'live' });
+      const reply = await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body });
+      t.is(reply.status, 202);
+      sent.push(body.messageId as string);
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 300));
+  // The worker's own round (retention forever) may hold the lock a moment: this one runs once it is free.
+  let round = await maintenanceRound(pool, settings(3), now);
+  while (!round.ran) round = await maintenanceRound(pool, settings(3), now);
+  stop = true;
+  await load;
+  t.deepEqual(
+    round.dropped.map((d) => d.partition),
+    ['events_p20200301', 'events_p20200302'],
+  );
+  t.deepEqual(
+    round.dropped.map((d) => d.identitiesRemoved),
+    [300, 300],
+  );
+  const names = new Set((await eventPartitions(pool)).map((p) => p.name));
+  t.false(names.has('events_p20200301'));
+  t.false(names.has('events_p20200302'));
+  t.true(names.has('events_p20200303'));
+  t.true(names.has('events_p20200304'));
+  // Past the window a messageId is new again; inside it, a repeat is still one event.
+  t.is(await insert([row(tenant, `old-${old[0]}-0`, Date.now())]), 1);
+  t.is(await insert([row(tenant, `old-${old[3]}-0`, Date.now())]), 0);
+  t.true(sent.length > 10);
+  const stored = await eventually(async () => {
+    const n = await h.db.event.count({ where: { environmentId: tenant.environmentId, userId: 'live' } });
+    return n === sent.length ? n : null;
+  });
+  t.is(stored, sent.length, 'every accepted Track event stored once');
+});
+
+test('events get, the live view, custom event names and activity read across partitions', async (t) => {
+  const tenant = await newTenant(h);
+  const now = Date.now();
+  const yesterday = now - DAY_MS;
+  await insert([row(tenant, 'y', yesterday, { event: 'Signed Up' }), row(tenant, 't', now, { event: 'Signed Up' })]);
+  t.like(await findEvent(h.db, tenant.environmentId, 'y'), { receivedAt: yesterday });
+  t.deepEqual(
+    (await recentEvents(h.db, tenant.environmentId, {}, 10)).map((e) => e.messageId),
+    ['t', 'y'],
+  );
+  t.deepEqual(
+    (await recentEvents(h.db, tenant.environmentId, { userId: 'u-1' }, 10)).map((e) => e.messageId),
+    ['t', 'y'],
+  );
+  t.deepEqual(await eventNames(h.db, tenant.environmentId, 7), [{ event: 'Signed Up', lastSeenAt: now, count: 2 }]);
+});
