@@ -49,6 +49,16 @@ export function avaCounts(output: string): Counts {
   return { passed, failed, skipped };
 }
 
+/**
+ * The lines that say what failed (ava's ✘ lines, timeouts, uncaught exceptions), repeated at the
+ * end of the run: a CI log is often read from its tail, and the whole suite prints thousands of lines.
+ */
+export function failureLines(output: string): string[] {
+  const wanted = /^\s*(✘|Timed out while running tests|Uncaught exception in|Unhandled rejection in|Failed to exit when running|Error: .*(exited|timed out))/;
+  const lines = output.split('\n').filter((line) => wanted.test(line));
+  return [...new Set(lines.map((line) => line.trimEnd().slice(0, 400)))].slice(0, 40);
+}
+
 interface Group {
   name: string;
   command: string;
@@ -103,19 +113,23 @@ async function main(argv: string[]): Promise<number> {
 
   const total: Counts = { passed: 0, failed: 0, skipped: 0 };
   const failedGroups: string[] = [];
+  const failures: string[] = [];
   for (const group of groups) {
     console.log(`\n── ${group.name} ──`);
     const { code, output } = await run(group);
     const counts = group.ava ? avaCounts(output) : { passed: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1, skipped: 0 };
     // A group that failed without a failed test of its own (a crash, a timed-out file) still counts.
     if (code !== 0 && counts.failed === 0) counts.failed = 1;
-    if (code !== 0) failedGroups.push(group.name);
+    if (code !== 0) {
+      failedGroups.push(group.name);
+      failures.push(`${group.name}:`, ...failureLines(output));
+    }
     total.passed += counts.passed;
     total.failed += counts.failed;
     total.skipped += counts.skipped;
   }
   console.log('');
-  if (failedGroups.length) console.log(`failed: ${failedGroups.join(', ')}`);
+  if (failedGroups.length) console.log(`failed: ${failedGroups.join(', ')}\n${failures.join('\n')}`);
   console.log(`total: ${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
   return failedGroups.length ? 1 : 0;
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { satisfiesEngines } from '../../scripts/doctor.mts';
-import { avaCounts } from '../../scripts/test.mts';
+import { avaCounts, failureLines } from '../../scripts/test.mts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -48,6 +48,23 @@ test("ava's closing lines add up to one total", (t) => {
     failed: 1,
     skipped: 0,
   });
+});
+
+test('what failed is repeated at the end: ✘ lines, timeouts and uncaught exceptions, once each', (t) => {
+  const output = [
+    '  ✔ a › one',
+    '  ✘ [fail]: a › two Expected 202',
+    '  ✘ Timed out while running tests',
+    '  Uncaught exception in test/b.test.ts',
+    '  ✘ [fail]: a › two Expected 202',
+    '    ℹ a log line',
+  ].join('\n');
+  t.deepEqual(failureLines(output), [
+    '  ✘ [fail]: a › two Expected 202',
+    '  ✘ Timed out while running tests',
+    '  Uncaught exception in test/b.test.ts',
+  ]);
+  t.deepEqual(failureLines('  ✔ a › one\n  12 tests passed\n'), []);
 });
 
 test('the doctor names the setting to change: an unreachable DATABASE_URL, a Redis database out of range', async (t) => {
