@@ -10,7 +10,7 @@ import type { Db } from '../common/db.ts';
 import type { Logger } from '../common/logger.ts';
 import { stringifyJson } from '../common/domain/json-text.ts';
 import { readArgs, route, UsageError } from './args.ts';
-import { settingHint } from './setting-errors.ts';
+import { lastLine, settingHint } from './setting-errors.ts';
 import { OperatorError, STREAMED, loadQueueModules, openOperator, type OperatorDeps } from './operator.ts';
 import { spec, type CommandName, type OperatorName, type ProcessName } from './usage.ts';
 
@@ -264,20 +264,10 @@ main(process.argv.slice(2)).then(
     // One line on stderr (product.md). Settings read "A: why; B: why". An error a setting
     // explains names the setting; of anything else, the last line of its message: Prisma puts
     // the cause there, after a source excerpt.
-    const line = expected ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ') : (hint ?? `${err.name}: ${lastLine(err.message)}`);
+    const line = expected ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ') : (hint ?? `${err.name}: ${lastLine(err.message) || 'unknown error'}`);
     const usageHint = usage ? ` (${err.hint})` : '';
     // LOG_LEVEL=debug: the stack of the unexpected follows, for a bug report.
     const stack = !expected && /^(debug|trace)$/.test(process.env.LOG_LEVEL ?? '') ? `\n${err.stack}` : '';
     process.stderr.write(`intake: ${line}${usageHint}${stack}\n`, () => process.exit(usage ? 2 : 1));
   },
 );
-
-function lastLine(message: string): string {
-  return (
-    message
-      .split('\n')
-      .map((l) => l.trim())
-      .filter(Boolean)
-      .at(-1) ?? 'unknown error'
-  );
-}

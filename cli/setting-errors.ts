@@ -72,7 +72,8 @@ function isConnectFailure(e: Failure): boolean {
   return e.code === 'ECONNREFUSED' || e.code === 'EHOSTUNREACH' || e.code === 'ETIMEDOUT' || e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN';
 }
 
-function lastLine(message: string): string {
+/** A multi-line error message's last non-blank line, trimmed ('' when there is none). */
+export function lastLine(message: string): string {
   return (
     message
       .split('\n')
