@@ -20,7 +20,10 @@ test.before(async () => {
 });
 
 test('a run waiting on a timer finishes after the workers are killed and others start', async (t) => {
-  const h2 = await openHarness({ JOURNEY_TICK_MS: '50', DATABASE_URL: OWN_DATABASE_URL });
+  // The kill may land after a batch's runs committed but before its job completed: that job holds
+  // the journey watermark until its lock lapses and it runs again. A short lock keeps that wait
+  // inside the test's deadline (15 s by default, plus half of it for the stall check).
+  const h2 = await openHarness({ JOURNEY_TICK_MS: '50', WORKER_LOCK_MS: '2000', DATABASE_URL: OWN_DATABASE_URL });
   let worker = await spawnIntake('worker', h2.env);
   const gw = await gatewayInProcess(h2);
   try {
