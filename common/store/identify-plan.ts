@@ -163,6 +163,11 @@ function toWork(p: StoredProfile): Work {
   };
 }
 
+/** A plan with nothing in it yet (the planner's start; tests build plans from it). */
+export function emptyPlan(): Plan {
+  return { verdicts: [], changed: [], profiles: [], moved: [], users: [], userProfiles: [], claims: [], decisions: [], outbox: [], consentKeys: new Map() };
+}
+
 /** `historyFrom`: the earliest decision time the address history answers for (consent.ts addressHistoryFrom; null: any). */
 export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, newId: () => string, historyFrom: number | null = null): Plan {
   const profiles = new Map<string, Work>();
@@ -170,18 +175,7 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
   const users = new Map(snap.users);
   const seen = new Map<string, string>();
   const decisions = new Map(snap.decisions ?? []);
-  const plan: Plan = {
-    verdicts: [],
-    changed: [],
-    profiles: [],
-    moved: [],
-    users: [],
-    userProfiles: [],
-    claims: [],
-    decisions: [],
-    outbox: [],
-    consentKeys: new Map(),
-  };
+  const plan = emptyPlan();
   const decisionWrites = new Map<string, DecisionRow>();
   const newUsers = new Map<string, { envId: string; userKey: string; profileId: string }>();
   // New claims come after every claim of the snapshot (a cached one may hold earlier batches' new claims).

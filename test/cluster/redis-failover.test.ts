@@ -10,7 +10,7 @@ import test from 'ava';
 import { eventsQueueNames, keySlot } from '../../common/queue-keys.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
-import { trackBody } from '../helpers/http.ts';
+import { postTrack, trackBody } from '../helpers/http.ts';
 import { startRedisCluster, type OwnCluster } from '../helpers/redis-cluster.ts';
 import { newTenant, openHarness, type Harness } from '../helpers/services.ts';
 
@@ -57,32 +57,7 @@ test('a master SIGKILLed under Track load: 202 or 503, recovery without a restar
   const run = randomBytes(4).toString('hex');
   const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
   t.teardown(() => agent.destroy());
-  const post = (gateway: Child, body: Record<string, unknown>) =>
-    new Promise<{ status: number; text: string; ms: number }>((resolve, reject) => {
-      const started = performance.now();
-      const payload = JSON.stringify(body);
-      const req = http.request(
-        {
-          agent,
-          host: '127.0.0.1',
-          port: new URL(gateway.url).port,
-          method: 'POST',
-          path: `/api/track/${tenant.slug}`,
-          headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-          timeout: 20_000,
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk) => (text += chunk));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text, ms: performance.now() - started }));
-          res.on('error', reject);
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', reject);
-      req.end(payload);
-    });
+  const post = (gateway: Child, body: Record<string, unknown>) => postTrack(agent, gateway.url, tenant, body);
 
   const accepted: string[] = [];
   const statuses = new Map<number, number>();

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import test from 'ava';
 import { eventually } from '../helpers/eventually.ts';
-import { request, trackBody } from '../helpers/http.ts';
+import { postTrack, request, trackBody } from '../helpers/http.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
 import { closeEmptied, newTenant, openHarness, type Harness } from '../helpers/services.ts';
 
@@ -43,32 +43,7 @@ test('a gateway killed with SIGKILL mid-load: every 202 is stored exactly once, 
   // the gateway, not this process, is the bottleneck, or the kill finds nothing in flight.
   const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
   t.teardown(() => agent.destroy());
-  const { port } = new URL(gateway.url);
-  const post = (body: Record<string, unknown>) =>
-    new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const payload = JSON.stringify(body);
-      const req = http.request(
-        {
-          agent,
-          host: '127.0.0.1',
-          port,
-          method: 'POST',
-          path: `/api/track/${tenant.slug}`,
-          headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-          timeout: 20_000,
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk) => (text += chunk));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-          res.on('error', reject);
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', reject);
-      req.end(payload);
-    });
+  const post = (body: Record<string, unknown>) => postTrack(agent, gateway.url, tenant, body);
 
   // Each client sends its next event as soon as the last one is answered, so at any moment
   // about CLIENTS requests are somewhere between the socket and Redis.

@@ -14,6 +14,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
 import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { parseRawAnswer, type RawAnswer } from '../helpers/uploads.ts';
 
 // The gateway runs with its defaults: these tests are about the deployed limits.
 const defaults = loadConfig({});
@@ -40,28 +41,6 @@ test.after.always(async () => {
   await closeEmptied(h);
 });
 
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** One response parsed from raw bytes, or undefined while incomplete. */
-function parseAnswer(raw: string): Answer | undefined {
-  const end = raw.indexOf('\r\n\r\n');
-  if (end < 0) return undefined;
-  const [statusLine, ...lines] = raw.slice(0, end).split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const colon = line.indexOf(':');
-    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  const length = Number(headers['content-length'] ?? 0);
-  const body = raw.slice(end + 4);
-  if (Buffer.byteLength(body) < length) return undefined;
-  return { status: Number(statusLine.split(' ')[1]), headers, body };
-}
-
 /** A raw connection to the gateway that records what comes back and when it closes. */
 function connect(url: string) {
   const { port } = new URL(url);
@@ -82,7 +61,7 @@ function connect(url: string) {
   return {
     socket,
     closed,
-    answer: () => parseAnswer(received),
+    answer: () => parseRawAnswer(received),
     received: () => received,
     isClosed: () => closedAfterMs !== undefined,
     /** Writes, waiting for the socket to drain, so `written` counts what the kernel took. */
@@ -188,7 +167,7 @@ const apis = [
   { name: 'Identify', path: () => `/api/identify/${tenant.slug}`, limit: IDENTIFY_LIMIT, refusal: '{"error":"Request body is too large"}' },
 ];
 
-function expectRefusal(t: ExecutionContext, answer: Answer | undefined, refusal: string, raw: string) {
+function expectRefusal(t: ExecutionContext, answer: RawAnswer | undefined, refusal: string, raw: string) {
   t.truthy(answer, `an answer: ${raw.slice(0, 300)}`);
   t.is(answer?.status, 413);
   t.is(answer?.body, refusal);

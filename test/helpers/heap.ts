@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { Plan } from '../../common/store/identify-plan.ts';
+import { emptyPlan, type Plan } from '../../common/store/identify-plan.ts';
 import type { KeyRecord } from '../../common/store/environments.ts';
 
 /** V8's gc(), without --expose-gc on the command line: the flag is read when a context is made. */
@@ -49,18 +49,7 @@ export type ProfileShape = keyof typeof PROFILE_SHAPES;
  * environment id a string of its own.
  */
 export function profilePlan(shape: ProfileShape, from: number, n: number): Plan {
-  const plan: Plan = {
-    verdicts: [],
-    profiles: [],
-    moved: [],
-    users: [],
-    userProfiles: [],
-    claims: [],
-    decisions: [],
-    outbox: [],
-    consentKeys: new Map(),
-    changed: [],
-  };
+  const plan = emptyPlan();
   for (let j = from; j < from + n; j++) {
     const { traits, email } = PROFILE_SHAPES[shape](j);
     const envId: string = JSON.parse(`"${randomUUID()}"`);

@@ -45,6 +45,52 @@ function hasHeader(headers: Record<string, string>, name: string): boolean {
   return Object.keys(headers).some((h) => h.toLowerCase() === name);
 }
 
+/**
+ * POST one Track body through node:http with a keep-alive agent rather than fetch: cheap enough
+ * that the gateway, not the test process, is the bottleneck of a load test. `ms`: its latency.
+ */
+export function postTrack(agent: http.Agent, url: string, tenant: { slug: string; key: string }, body: Record<string, unknown>) {
+  return new Promise<{ status: number; text: string; ms: number }>((resolve, reject) => {
+    const started = performance.now();
+    const payload = JSON.stringify(body);
+    const req = http.request(
+      {
+        agent,
+        host: '127.0.0.1',
+        port: new URL(url).port,
+        method: 'POST',
+        path: `/api/track/${tenant.slug}`,
+        headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+        timeout: 20_000,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text, ms: performance.now() - started }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** Track (`body` over trackBody's defaults) that must be accepted: any other answer throws. */
+export async function acceptedTrack(url: string, tenant: { slug: string; key: string }, body: Record<string, unknown>): Promise<Reply> {
+  const reply = await request(url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: trackBody(body) });
+  if (reply.status !== 202) throw new Error(`track: ${reply.status} ${reply.text}`);
+  return reply;
+}
+
+/** Identify that must be applied: any other answer throws. */
+export async function appliedIdentify(url: string, tenant: { slug: string; key: string }, body: Record<string, unknown>): Promise<Reply> {
+  const reply = await request(url, `/api/identify/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body });
+  if (reply.status !== 200) throw new Error(`identify: ${reply.status} ${reply.text}`);
+  return reply;
+}
+
 /** A valid Track body; override or delete fields per test. */
 export function trackBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {

@@ -17,7 +17,7 @@ import { identifyInput } from '../helpers/identify-input.ts';
 import { messageKeyOf } from '../../common/store/identify-write.ts';
 import { identifyCallsKey } from '../../common/live-keys.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
-import { request, trackBody } from '../helpers/http.ts';
+import { acceptedTrack, appliedIdentify, request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
 import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -36,17 +36,8 @@ test.after.always(async () => {
   await h?.close();
 });
 
-async function track(tenant: Tenant, body: Record<string, unknown>) {
-  const reply = await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: trackBody(body) });
-  if (reply.status !== 202) throw new Error(`track: ${reply.status} ${reply.text}`);
-  return reply;
-}
-
-async function identify(tenant: Tenant, body: Record<string, unknown>) {
-  const reply = await request(gateway.url, `/api/identify/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body });
-  if (reply.status !== 200) throw new Error(`identify: ${reply.status} ${reply.text}`);
-  return reply;
-}
+const track = (tenant: Tenant, body: Record<string, unknown>) => acceptedTrack(gateway.url, tenant, body);
+const identify = (tenant: Tenant, body: Record<string, unknown>) => appliedIdentify(gateway.url, tenant, body);
 
 const queueEmpty = async () => {
   const c = await h.operator.eventsQueue().getJobCounts('wait', 'active', 'delayed', 'prioritized');

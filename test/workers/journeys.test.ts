@@ -12,7 +12,7 @@ import { journeyCreate, journeyList, journeyPublish, journeyRuns, journeyStatsCo
 import { orgFeatures } from '../../cli/commands/org.ts';
 import { OperatorError } from '../../cli/operator.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
-import { request, trackBody } from '../helpers/http.ts';
+import { acceptedTrack, appliedIdentify, request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, spawnIntake, type Child } from '../helpers/processes.ts';
 import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -56,17 +56,8 @@ async function journey(tenant: Tenant, definition: Record<string, unknown>, publ
 const stats = (tenant: Tenant, id: string) => journeyStatsCommand(h.operator, [tenant.slug, id]) as Promise<Stats>;
 const runs = (tenant: Tenant, id: string, user?: string) => journeyRuns(h.operator, [tenant.slug, id, ...(user ? ['--user', user] : [])]);
 
-async function track(tenant: Tenant, body: Record<string, unknown>) {
-  const reply = await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: trackBody(body) });
-  if (reply.status !== 202) throw new Error(`track: ${reply.status} ${reply.text}`);
-  return reply;
-}
-
-async function identify(tenant: Tenant, body: Record<string, unknown>) {
-  const reply = await request(gateway.url, `/api/identify/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body });
-  if (reply.status !== 200) throw new Error(`identify: ${reply.status} ${reply.text}`);
-  return reply;
-}
+const track = (tenant: Tenant, body: Record<string, unknown>) => acceptedTrack(gateway.url, tenant, body);
+const identify = (tenant: Tenant, body: Record<string, unknown>) => appliedIdentify(gateway.url, tenant, body);
 
 /** Until every event of the tenant sent so far is stored (the engine runs in the same job). */
 async function settled(tenant: Tenant, count: number) {
