@@ -7,7 +7,6 @@
 // walk runs beside other tests and runs again.
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -17,6 +16,7 @@ import pg from 'pg';
 import { describeConfig } from '../../common/config.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { closeEmptied, openHarness, TEST_DATABASE_URL, TEST_REDIS_URL, testEnv, uniqueSlug } from '../helpers/services.ts';
+import { freePort } from '../helpers/free-port.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -104,17 +104,6 @@ test('the walk-through block reads as commands, each with the output it prints',
   t.true(pattern('{"a":…,"b":2}').test('{"a":{"x":1},"b":2}'));
   t.false(pattern('{"a":…,"b":2}').test('{"a":1,"b":3}'));
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A checkout of its own: links to this one's files, and room for its own .env. */
 function checkout(): string {

@@ -2,11 +2,11 @@
 // for what must never be done to the Redis other test files share: CONFIG SET maxmemory.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { eventually } from './eventually.ts';
+import { freePort } from './free-port.ts';
 
 export interface OwnRedis {
   url: string;
@@ -18,17 +18,6 @@ export interface OwnRedis {
   /** Commands Redis refused for memory since it started (INFO errorstats). */
   oomRefusals(): Promise<number>;
   close(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Started with noeviction (Redis's default, and what BullMQ requires) and no persistence. */

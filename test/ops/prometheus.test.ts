@@ -6,7 +6,6 @@
 // or the worker's /metrics.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
@@ -26,6 +25,7 @@ import {
 } from '../helpers/observability.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
 import { closeEmptied, newTenant, openHarness, type Harness } from '../helpers/services.ts';
+import { freePort } from '../helpers/free-port.ts';
 
 /** Scrape and rule evaluation interval here: rates have their two samples within seconds. */
 const INTERVAL = '1s';
@@ -40,17 +40,6 @@ let prometheus: { url: string; process: ChildProcess; output(): string } | undef
 let dataDir: string;
 let stopLoad = false;
 let load: Promise<void>;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function startPrometheus(config: Record<string, unknown>) {
   const port = await freePort();
