@@ -6,7 +6,7 @@
 // to this one with its own .env; only the organization changes (a new one per run), so the
 // walk runs beside other tests and runs again.
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -119,6 +119,13 @@ function shellEnvironment(): NodeJS.ProcessEnv {
   for (const name of ['TEST_DATABASE_URL', 'TEST_REDIS_URL']) delete env[name];
   // Nor what npm tells the scripts it runs (npm test, npx -p node@24 …): a newcomer's shell has none of it.
   for (const name of Object.keys(env)) if (/^npm_/i.test(name)) delete env[name];
+  // But no install scripts: `npx intake` in a folder whose package.json has an `intake` bin
+  // installs that folder into npx's cache, which runs its postinstall (prisma generate, which
+  // deletes and rewrites every file of common/generated, and a build of dist/). Through the
+  // checkout's links that is this repository's own common/ and dist/, under the other test
+  // files running now: a gateway they start meanwhile fails with ENOENT on a generated file.
+  // `npm ci` ran that postinstall already; `npm start` still runs its script.
+  env.npm_config_ignore_scripts = 'true';
   return env;
 }
 
@@ -144,6 +151,8 @@ test('a newcomer on other ports and another database: npm start in one shell, th
     ].join('\n'),
   );
   const shell = shellEnvironment();
+  const generated = path.join(ROOT, 'common/generated/prisma/enums.ts');
+  const generatedBefore = statSync(generated).mtimeMs;
   const service = npmStart(dir, shell);
   const state = path.join(dir, '.shell-state');
   writeFileSync(state, '');
@@ -176,6 +185,7 @@ test('a newcomer on other ports and another database: npm start in one shell, th
       }
       t.pass(step.command.slice(0, 60));
     }
+    t.is(statSync(generated).mtimeMs, generatedBefore, 'the walk-through rewrote nothing of the common/generated that other test files run');
     // The second shell's commands went to the database of .env, not the default one.
     const client = new pg.Client({ connectionString: database.toString() });
     await client.connect();
