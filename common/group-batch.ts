@@ -40,8 +40,8 @@ export function createGroupBatch<T, R>(
   const starts: number[] = [];
   let overlapTimer: NodeJS.Timeout | undefined;
   const overlapMs = options.overlapMs ?? 0;
-  /** Keys of the items in running batches, with how many batches hold each. */
-  const busy = new Map<string, number>();
+  /** Keys of the items in running batches (a key is in one at most: take() leaves its items waiting). */
+  const busy = new Set<string>();
 
   /** Waiting items in order, up to maxBatch, leaving behind in order those whose key is busy and every later item of that key. */
   const take = (): Waiting<T, R>[] => {
@@ -62,7 +62,7 @@ export function createGroupBatch<T, R>(
 
   const start = (batch: Waiting<T, R>[]) => {
     const keys = keyOf ? [...new Set(batch.map((w) => keyOf(w.item)))] : [];
-    for (const k of keys) busy.set(k, (busy.get(k) ?? 0) + 1);
+    for (const k of keys) busy.add(k);
     inFlight++;
     const startedAt = performance.now();
     starts.push(startedAt);
@@ -73,11 +73,7 @@ export function createGroupBatch<T, R>(
         (err: unknown) => batch.forEach((w) => w.reject(err)),
       )
       .finally(() => {
-        for (const k of keys) {
-          const n = busy.get(k)! - 1;
-          if (n) busy.set(k, n);
-          else busy.delete(k);
-        }
+        for (const k of keys) busy.delete(k);
         inFlight--;
         starts.splice(starts.indexOf(startedAt), 1);
         flush();

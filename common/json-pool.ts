@@ -14,8 +14,9 @@ type Tasks = typeof JSON_TASKS;
 export type JsonTaskName = keyof Tasks;
 
 export interface JsonWork {
+  /** Runs the task where its string arguments' size says. */
   run<K extends JsonTaskName>(task: K, ...args: Parameters<Tasks[K]>): Promise<ReturnType<Tasks[K]>>;
-  /** As run, with the caller naming the texts the task's cost grows with (for arguments that are not flat). */
+  /** As run, with the caller naming the texts the task's cost grows with (for arguments that are not strings). */
   runFor<K extends JsonTaskName>(texts: readonly string[], task: K, ...args: Parameters<Tasks[K]>): Promise<ReturnType<Tasks[K]>>;
   /** How many tasks were handed to a thread so far. */
   threaded(): number;
@@ -41,12 +42,9 @@ export const inlineJsonWork: JsonWork = {
   close: async () => {},
 };
 
+// A throw of the task rejects the promise (the executor runs it).
 function runInline<K extends JsonTaskName>(task: K, args: unknown[]): Promise<ReturnType<Tasks[K]>> {
-  try {
-    return Promise.resolve((JSON_TASKS[task] as (...a: unknown[]) => ReturnType<Tasks[K]>)(...args));
-  } catch (err) {
-    return Promise.reject(err);
-  }
+  return new Promise((resolve) => resolve((JSON_TASKS[task] as (...a: unknown[]) => ReturnType<Tasks[K]>)(...args)));
 }
 
 interface Task {
@@ -129,13 +127,10 @@ export function createJsonPool(options: JsonPoolOptions = {}): JsonWork {
     });
   }
 
+  const runFor: JsonWork['runFor'] = (texts, task, ...args) => (closed || !isLarge(texts, inlineChars) ? runInline(task, args) : onThread(task, args));
   return {
-    run(task, ...args) {
-      return closed || !isLarge(args, inlineChars) ? runInline(task, args) : onThread(task, args);
-    },
-    runFor(texts, task, ...args) {
-      return closed || !isLarge(texts, inlineChars) ? runInline(task, args) : onThread(task, args);
-    },
+    run: (task, ...args) => runFor(stringsOf(args), task, ...args),
+    runFor,
     threaded: () => threaded,
     async close() {
       closed = true;
@@ -145,18 +140,13 @@ export function createJsonPool(options: JsonPoolOptions = {}): JsonWork {
   };
 }
 
-// Whether a task's input is worth a thread: its strings (and those of flat objects among its
-// arguments) add up to `inlineChars`, or one of them nests deeper than INLINE_JSON_DEPTH.
-function isLarge(args: readonly unknown[], inlineChars: number): boolean {
-  const strings: string[] = [];
-  for (const arg of args) {
-    if (typeof arg === 'string') strings.push(arg);
-    else if (typeof arg === 'object' && arg !== null) {
-      for (const value of Object.values(arg)) if (typeof value === 'string') strings.push(value);
-    }
-  }
+const stringsOf = (args: readonly unknown[]) => args.filter((arg): arg is string => typeof arg === 'string');
+
+// Whether a task's input is worth a thread: its texts add up to `inlineChars`, or one of them
+// nests deeper than INLINE_JSON_DEPTH.
+function isLarge(texts: readonly string[], inlineChars: number): boolean {
   let chars = 0;
-  for (const text of strings) chars += text.length;
+  for (const text of texts) chars += text.length;
   if (chars >= inlineChars) return true;
-  return strings.some((text) => text.length > DEPTH_SCAN_CHARS && nestsDeeperThan(text, INLINE_JSON_DEPTH));
+  return texts.some((text) => text.length > DEPTH_SCAN_CHARS && nestsDeeperThan(text, INLINE_JSON_DEPTH));
 }

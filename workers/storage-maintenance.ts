@@ -7,7 +7,7 @@
 // storage figures for its metrics, whoever ran the round.
 import type pg from 'pg';
 import type { Config } from '../common/config.ts';
-import { historyRemovalHorizon } from '../common/domain/consent.ts';
+import { historyRemovalHorizon } from '../common/domain/history-retention.ts';
 import { DAY_MS, daysAhead, daysPastRetention, daysToCreate } from '../common/domain/partition-plan.ts';
 import type { Logger } from '../common/logger.ts';
 import { startPollLoop, type PollLoop } from '../common/poll-loop.ts';

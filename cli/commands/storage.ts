@@ -1,4 +1,4 @@
-import { historyRemovalHorizon } from '../../common/domain/consent.ts';
+import { historyRemovalHorizon } from '../../common/domain/history-retention.ts';
 import { DAY_MS, daysAhead, retentionBound } from '../../common/domain/partition-plan.ts';
 import { poolOf } from '../../common/db.ts';
 import { RELAYED_OUTBOX_KEEP_MS, eventPartitions, hasLegacyEvents, oldestEventIn, tableStorage } from '../../common/store/storage.ts';

@@ -40,16 +40,10 @@ export function toDecision(input: ConsentDecisionInput, callTime: number, now: n
 }
 
 /** A consent_decisions row (its texts as stored, its int8 times as bigints or text) as a Decision. */
-export function storedDecision(row: {
-  channel: string;
-  purpose: string;
-  status: string;
-  basis: string | null;
-  source: string;
-  proofRef: string | null;
-  decidedAt: bigint | string;
-  expiresAt: bigint | string | null;
-}): Decision {
+export function storedDecision(
+  row: Record<'channel' | 'purpose' | 'status' | 'source', string> &
+    Record<'basis' | 'proofRef', string | null> & { decidedAt: bigint | string; expiresAt: bigint | string | null },
+): Decision {
   return {
     channel: row.channel as Channel,
     purpose: row.purpose as Purpose,
@@ -64,9 +58,7 @@ export function storedDecision(row: {
 
 /** The spec asks only for integers; beyond the range of a date a time means "as far as time goes" (kept inside it, with room for the implied expiry months). */
 export const MAX_TIME_MS = 8.6e15;
-function clampTime(ms: number): number {
-  return Math.max(-MAX_TIME_MS, Math.min(MAX_TIME_MS, ms));
-}
+const clampTime = (ms: number) => Math.max(-MAX_TIME_MS, Math.min(MAX_TIME_MS, ms));
 
 /** Implied consent lapses: 2 years (transaction), 6 months (inquiry), or an earlier expiresAt sent. */
 export function expiryOf(status: ConsentStatus, basis: string | null, decidedAt: number, expiresAt: number | null): number | null {
@@ -162,28 +154,4 @@ export function addressAsOf(channel: Channel, claims: AddressClaim[], time: numb
 /** The earliest decision time the address history answers for with ADDRESS_HISTORY_DAYS `days` (null: forever, any time). */
 export function addressHistoryFrom(now: number, days: number | null): number | null {
   return days === null ? null : now - days * DAY_MS;
-}
-
-/**
- * How far behind the gateways' bound the worker removes: a gateway whose clock is behind the
- * worker's, or a batch that read its history just before, still finds every claim it reads.
- */
-export const HISTORY_REMOVAL_MARGIN_MS = 3_600_000;
-
-/** The horizon the storage maintenance removes claims by (null: it removes none). */
-export function historyRemovalHorizon(now: number, days: number | null): number | null {
-  const from = addressHistoryFrom(now, days);
-  return from === null ? null : from - HISTORY_REMOVAL_MARGIN_MS;
-}
-
-/**
- * The claims of a profile's history no decision at or after `horizon` reads: per channel, every
- * claim at or before it except the one addressAsOf picks at the horizon (latest time, then
- * latest arrival). For any time from the horizon on, that one answers instead of them.
- * storage.ts's removal is this rule in SQL (ordered by at, id).
- */
-export function removableClaims<C extends { channel: Channel; at: number; order: number }>(claims: readonly C[], horizon: number): C[] {
-  const kept = new Map<Channel, C>();
-  for (const c of claims) if (c.at <= horizon) kept.set(c.channel, laterClaim(kept.get(c.channel), c)!);
-  return claims.filter((c) => c.at <= horizon && kept.get(c.channel) !== c);
 }

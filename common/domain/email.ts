@@ -6,16 +6,13 @@ import { isPlainText } from './pg-text.ts';
 const ADDRESS = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const PLACEHOLDER_LOCAL = new Set(['unknown', 'none', 'null', 'n/a', 'na', 'noemail', 'no-email', 'noreply', 'no-reply', 'donotreply']);
 
+type JoinCandidate = { id: string; envId: string; email: string | null; createdAt: number };
+
 /**
  * The profile a joinable email joins: the oldest of `profiles` (oldest created, then lowest id)
  * of the environment holding it, other than `own`.
  */
-export function joinTarget<P extends { id: string; envId: string; email: string | null; createdAt: number }>(
-  profiles: Iterable<P>,
-  envId: string,
-  email: string,
-  own: string | null,
-): P | null {
+export function joinTarget<P extends JoinCandidate>(profiles: Iterable<P>, envId: string, email: string, own: string | null): P | null {
   let best: P | null = null;
   for (const p of profiles) {
     if (p.envId !== envId || p.email !== email || p.id === own) continue;

@@ -1,13 +1,9 @@
 // Identify's group commit: the calls of one batch in ONE transaction, through the node-postgres
-// pool (no ORM on this path), in the order the data flows: read and lock what the batch touches
-// (identify-write.ts), plan every answer and row in memory (identify-plan.ts: on a JSON pool
-// thread when the batch's traits or profiles are large, json-pool.ts, so a multi-MB profile of a
-// bad shape never holds up the gateway's event loop), write and COMMIT (identify-write.ts).
-// A batch whose profiles this gateway cached is planned from the cache and written in one round
-// trip; any other, or one whose cache was stale, takes the locked path: two round trips (three
-// with consent decisions). A deadlock PostgreSQL still reports (or a profile joined away
-// meanwhile) runs the batch again; a batch PostgreSQL refuses for its data is split in halves
-// until the refused call is alone (db.ts splitOnRefusal).
+// pool, in the order the data flows: read and lock (identify-write.ts), plan every answer and
+// row in memory (identify-plan.ts; on a JSON pool thread when large, json-pool.ts), write and
+// COMMIT. A batch whose profiles this gateway cached takes one round trip, any other (or a stale
+// one) the locked path. A deadlock (or a profile joined away meanwhile) runs the batch again; a
+// batch PostgreSQL refuses for its data is split until the refused call is alone (splitOnRefusal).
 import type pg from 'pg';
 import { isDataError, isWriteConflict, retrying, splitOnRefusal, sqlState } from '../db.ts';
 import { addressHistoryFrom } from '../domain/consent.ts';
@@ -137,7 +133,7 @@ async function runBatch(
 
 /** The batch's plan, computed where its size allows (json-pool.ts); what the rules threw is thrown again here. */
 async function planOf(json: JsonWork, calls: IdentifyCall[], snap: Snapshot, now: number, historyFrom: number | null): Promise<Plan> {
-  const texts = calls.map((c) => c.traitsText);
+  const texts = calls.map((c) => c.input.traitsText);
   for (const p of snap.profiles.values()) texts.push(p.fields, p.times);
   const outcome = await json.runFor(texts, 'planIdentifyBatch', calls, snap, now, historyFrom);
   if (outcome.kind === 'plan') return outcome.plan;

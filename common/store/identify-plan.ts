@@ -4,18 +4,8 @@
 // module decides every answer and every row to write, and the store writes them set-based.
 // Applying a batch here gives what applying its calls one after the other would.
 import { randomUUID } from 'node:crypto';
-import {
-  addressAsOf,
-  addressFromTraits,
-  changesSubscription,
-  claimAddsNothing,
-  laterClaim,
-  normalizeAddress,
-  supersedes,
-  toDecision,
-  type Channel,
-  type Decision,
-} from '../domain/consent.ts';
+import * as consent from '../domain/consent.ts';
+import type { Channel, Decision } from '../domain/consent.ts';
 import { repeatVerdict } from '../domain/call-digest.ts';
 import { joinableEmail, joinTarget } from '../domain/email.ts';
 import { FEATURE, hasFeature } from '../domain/features.ts';
@@ -39,8 +29,6 @@ export interface IdentifyCall {
   callTime: number;
   /** When the gateway received it: an erasure drops what was received up to its time (domain/privacy.ts). */
   receivedAt: number;
-  /** The traits as JSON text (kept for idempotency comparisons). */
-  traitsText: string;
   /** userId and messageId as their columns store them (pg-text.ts). */
   userKey: string;
   messageKey: string;
@@ -58,7 +46,6 @@ export function toIdentifyCall(env: { id: string; features: readonly string[] },
     messageId,
     callTime: input.timestampMs ?? receivedAt,
     receivedAt,
-    traitsText: input.traitsText,
     userKey: toPgText(input.userId),
     messageKey: toPgText(messageId),
     joinEmail: hasFeature(env.features, FEATURE.joinByEmail) ? joinableEmail(input.addressTraits.email) : null,
@@ -113,8 +100,8 @@ export interface Plan {
   verdicts: Verdict[];
   /** Per call, the names of the traits it changed (none for a duplicate or a conflict): what the dashboard's live view shows. */
   changed: (readonly string[])[];
-  /** Profiles to insert (isNew) or update, in their final state. */
-  profiles: (Omit<StoredProfile, 'claims'> & { isNew: boolean })[];
+  /** Profiles to insert (isNew) or update, in their final state (as a cache keeps them: without their address history). */
+  profiles: (StoredProfile & { claims: null; isNew: boolean })[];
   /** Stored profiles joined into another: their user IDs and claims move to `to`, then they are deleted. */
   moved: { from: string; to: string }[];
   users: { envId: string; userKey: string; profileId: string }[];
@@ -148,7 +135,7 @@ interface Work extends Omit<StoredProfile, 'fields' | 'times' | 'updatedAt'> {
 const NEW_CLAIM_ORDER = 2 ** 52;
 
 /** A stored profile as the planner changes it (field by field: object rest and spread were most of planBatch's own time). */
-function toWork(p: StoredProfile): Work {
+function toWork(p: StoredProfile, isNew = false): Work {
   return {
     id: p.id,
     envId: p.envId,
@@ -157,8 +144,8 @@ function toWork(p: StoredProfile): Work {
     createdAt: p.createdAt,
     claims: p.claims && [...p.claims],
     latest: { ...p.latest },
-    isNew: false,
-    dirty: false,
+    isNew,
+    dirty: isNew,
     into: null,
   };
 }
@@ -199,7 +186,7 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
     }
     seen.set(mref, input.callDigest);
     // The traits are parsed here, once per call (validation kept them as text: json-pool.ts).
-    const traits = JSON.parse(call.traitsText) as Record<string, unknown>;
+    const traits = JSON.parse(input.traitsText) as Record<string, unknown>;
 
     const uref = userRef(call);
     const ownId = users.get(uref);
@@ -217,18 +204,10 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
       }
     }
     if (!profile) {
-      profile = {
-        id: newId(),
-        envId: call.envId,
-        state: { fields: {}, times: {}, updatedAt: call.callTime },
-        email: null,
-        createdAt: now,
-        claims: [],
-        latest: {},
-        isNew: true,
-        dirty: true,
-        into: null,
-      };
+      profile = toWork(
+        { id: newId(), envId: call.envId, fields: '{}', times: '{}', updatedAt: call.callTime, email: null, createdAt: now, claims: [], latest: {} },
+        true,
+      );
       profiles.set(profile.id, profile);
       users.set(uref, profile.id);
       newUsers.set(uref, { envId: call.envId, userKey: call.userKey, profileId: profile.id });
@@ -243,12 +222,12 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
     // unless the history already answers it from that time on.
     for (const [channel, trait] of ADDRESS_TRAITS) {
       if (!Object.hasOwn(input.addressTraits, trait)) continue;
-      const value = normalizeAddress(channel, input.addressTraits[trait]) ?? '';
-      if (claimAddsNothing(profile.latest[channel], value, call.callTime)) continue;
+      const value = consent.normalizeAddress(channel, input.addressTraits[trait]) ?? '';
+      if (consent.claimAddsNothing(profile.latest[channel], value, call.callTime)) continue;
       const claim = { channel, value, at: call.callTime, order: claimOrder++ };
       plan.claims.push({ profileId: profile.id, channel, value, at: call.callTime });
       profile.claims?.push(claim);
-      profile.latest[channel] = laterClaim(profile.latest[channel], claim);
+      profile.latest[channel] = consent.laterClaim(profile.latest[channel], claim);
     }
 
     const subject = { userId: input.userId, profileId: profile.id, messageId: call.messageId };
@@ -259,10 +238,10 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
       const key = consentRef(call.envId, c.decision.channel, c.decision.purpose, c.address);
       plan.consentKeys.set(key, { envId: call.envId, channel: c.decision.channel, purpose: c.decision.purpose, address: c.address });
       const existing = decisions.get(key) ?? null;
-      if (!supersedes(c.decision, existing)) continue;
+      if (!consent.supersedes(c.decision, existing)) continue;
       decisions.set(key, c.decision);
       decisionWrites.set(key, { envId: call.envId, decision: c.decision, address: c.address });
-      if (changesSubscription(c.decision, existing))
+      if (consent.changesSubscription(c.decision, existing))
         plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.subscriptionChanged, payload: subscriptionChanged(subject, c.decision, c.address) });
     }
     plan.verdicts.push('applied');
@@ -287,6 +266,7 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
         updatedAt,
         email: p.email,
         createdAt: p.createdAt,
+        claims: null,
         latest: p.latest,
         isNew: p.isNew,
       });
@@ -333,7 +313,7 @@ function join(own: Work, other: Work, users: Map<string, string>): void {
   other.dirty = true;
   if (other.claims && own.claims) other.claims = [...other.claims, ...own.claims].sort((x, y) => x.order - y.order);
   for (const [channel] of ADDRESS_TRAITS) {
-    const latest = laterClaim(other.latest[channel], own.latest[channel]);
+    const latest = consent.laterClaim(other.latest[channel], own.latest[channel]);
     if (latest) other.latest[channel] = latest;
   }
   for (const [ref, id] of users) if (id === own.id) users.set(ref, other.id);
@@ -344,15 +324,10 @@ function join(own: Work, other: Work, users: Map<string, string>): void {
 function consentCandidates(call: IdentifyCall, profile: Work, now: number, historyFrom: number | null): { decision: Decision; address: string }[] {
   const out: { decision: Decision; address: string; key: string }[] = [];
   for (const raw of call.input.consent) {
-    const decision = toDecision(raw, call.callTime, now);
-    const address =
-      addressFromTraits(decision.channel, call.input.addressTraits) ??
-      addressAsOf(
-        decision.channel,
-        (profile.claims ?? []).filter((c) => c.channel === decision.channel),
-        decision.decidedAt,
-        historyFrom,
-      );
+    const decision = consent.toDecision(raw, call.callTime, now);
+    const { channel } = decision;
+    const history = () => (profile.claims ?? []).filter((c) => c.channel === channel);
+    const address = consent.addressFromTraits(channel, call.input.addressTraits) ?? consent.addressAsOf(channel, history(), decision.decidedAt, historyFrom);
     if (address) out.push({ decision, address, key: consentRef(call.envId, decision.channel, decision.purpose, address) });
   }
   return out.sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));

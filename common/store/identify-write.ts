@@ -19,7 +19,7 @@ import { userKeyBits } from '../domain/privacy.ts';
 import { Pipeline } from '../pipeline.ts';
 import { consentRef, messageRef, SnapshotChanged, userRef, type IdentifyCall, type Plan, type Snapshot, type StoredProfile } from './identify-plan.ts';
 import type { CachedSnapshot } from './profile-cache.ts';
-import { CallsDropped, droppedCalls, PRIVACY_OF_USERS_SQL, type PrivacyRow } from './suppression.ts';
+import { CallsDropped, droppedCalls, PRIVACY_OF_USERS, PRIVACY_OF_USERS_SQL, type PrivacyRow } from './suppression.ts';
 
 // ---- keys and shared statement parts ----------------------------------------------------
 
@@ -73,15 +73,16 @@ function messageClaims(calls: IdentifyCall[]): { byMessage: Map<string, MessageC
   return { byMessage, sorted };
 }
 
-/** The claims' four arrays: environment, key, call digest, the user's key bits (an erasure finds the person's claims by them). */
-function claimValues(claims: MessageClaim[]): unknown[] {
-  return [
-    claims.map((m) => m.call.envId),
-    claims.map((m) => m.key),
-    claims.map((m) => m.call.input.callDigest),
-    claims.map((m) => userKeyBits(hashStored(m.call.userKey))),
-  ];
+/** A statement's unnest parameters: one array per column, each holding that column's value of every row. */
+function columns<T>(rows: readonly T[], width: number, row: (r: T) => unknown[]): unknown[][] {
+  const out = Array.from({ length: width }, () => new Array<unknown>(rows.length));
+  for (let i = 0; i < rows.length; i++) row(rows[i]).forEach((v, c) => (out[c][i] = v));
+  return out;
 }
+
+/** The claims' four columns: environment, key, call digest, the user's key bits (an erasure finds the person's claims by them). */
+const claimValues = (claims: MessageClaim[]) =>
+  columns(claims, 4, (m) => [m.call.envId, m.key, m.call.input.callDigest, userKeyBits(hashStored(m.call.userKey))]);
 
 /**
  * Inserts the claims of the four arrays from $p on. `skip`: a messageId already claimed is
@@ -100,17 +101,10 @@ new_claims AS (
 outbox AS (
   INSERT INTO outbox_events (environment_id, kind, payload) SELECT * FROM unnest($${p + 4}::uuid[], $${p + 5}::text[], $${p + 6}::text[]))`;
 
-function addressClaimAndOutboxValues(plan: Plan): unknown[] {
-  return [
-    plan.claims.map((c) => c.profileId),
-    plan.claims.map((c) => c.channel),
-    plan.claims.map((c) => toPgText(c.value)),
-    plan.claims.map((c) => String(c.at)),
-    plan.outbox.map((o) => o.envId),
-    plan.outbox.map((o) => o.kind),
-    plan.outbox.map((o) => o.payload),
-  ];
-}
+const addressClaimAndOutboxValues = (plan: Plan) => [
+  ...columns(plan.claims, 4, (c) => [c.profileId, c.channel, toPgText(c.value), String(c.at)]),
+  ...columns(plan.outbox, 3, (o) => [o.envId, o.kind, o.payload]),
+];
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -143,17 +137,7 @@ updated AS (
     AS t(id, fields, times, updated_at, email${atVersion ? ', version' : ''})
   WHERE p.id = t.id${atVersion ? ' AND p.xmin = t.version\n  RETURNING 1' : ''})`;
 
-type PlannedProfile = Plan['profiles'][number];
-
-function profileValues(profiles: PlannedProfile[]): unknown[] {
-  return [
-    profiles.map((p) => p.id),
-    profiles.map((p) => p.fields),
-    profiles.map((p) => p.times),
-    profiles.map((p) => iso(p.updatedAt)),
-    profiles.map((p) => p.email),
-  ];
-}
+const profileValues = (profiles: Plan['profiles']) => columns(profiles, 5, (p) => [p.id, p.fields, p.times, iso(p.updatedAt), p.email]);
 
 // ---- the locked path: locks and reads ----------------------------------------------------
 
@@ -243,7 +227,7 @@ export async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[])
 
   const pipe = new Pipeline(client);
   // The statement reads back the batch's profiles, large when its traits are.
-  const claimMs = queryTimeoutFor(sum(claims.map((m) => m.call.traitsText.length)));
+  const claimMs = queryTimeoutFor(sum(claims.map((m) => m.call.input.traitsText.length)));
   // Locks every user's (an erasure takes it too) and joining email's advisory key, sorted; returns nothing.
   pipe.query({
     text: `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; ${largeStatementBound(claimMs)}
@@ -253,17 +237,13 @@ export async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[])
     {
       name: `identify-claim-${withClaims}`,
       text: CLAIM_SQL(withClaims),
-      values: [...claimValues(claims), userList.map((u) => u.call.envId), userList.map((u) => u.hash), [...emails], [...emailEnvs]],
+      values: [...claimValues(claims), ...columns(userList, 2, (u) => [u.call.envId, u.hash]), [...emails], [...emailEnvs]],
     },
     claimMs,
   );
   // Locks nothing; returns the users' tombstones and suppressions. Under the same locks an erasure
   // takes (erasure.ts): what it decided is seen here, or it waits for this batch.
-  const privacy = pipe.query<PrivacyRow>({
-    name: 'identify-privacy',
-    text: PRIVACY_OF_USERS_SQL,
-    values: [userList.map((u) => u.call.envId), userList.map((u) => u.hash)],
-  });
+  const privacy = pipe.query<PrivacyRow>({ name: 'identify-privacy', text: PRIVACY_OF_USERS_SQL, values: columns(userList, 2, (u) => [u.call.envId, u.hash]) });
   await pipe.done();
   const { rows } = await claim;
   const dropped = droppedCalls(calls, (await privacy).rows);
@@ -375,11 +355,30 @@ decisions AS (
     decided_at = EXCLUDED.decided_at, expires_at = EXCLUDED.expires_at, updated_at = now()),${INSERT_ADDRESS_CLAIMS_AND_OUTBOX(30)}
 SELECT pg_current_xact_id()::xid::text AS version`;
 
+const orNull = <T>(value: T | null, text: (v: T) => string) => (value === null ? null : text(value));
+
+/** A decision's row of WRITE_SQL's $19–$29: the address and the caller's texts escaped (pg-text.ts), times as int8 text. */
+function decisionColumns({ envId, address, decision: d }: Plan['decisions'][number]): unknown[] {
+  const a = toPgText(address);
+  return [
+    envId,
+    d.channel,
+    d.purpose,
+    a,
+    hex(a),
+    d.status,
+    d.basis,
+    toPgText(d.source),
+    orNull(d.proofRef, toPgText),
+    String(d.decidedAt),
+    orNull(d.expiresAt, String),
+  ];
+}
+
 /** Writes the plan and commits; resolves with the transaction's id (the written profiles' version, profile-cache.ts). */
 export async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise<string> {
   const created = plan.profiles.filter((p) => p.isNew);
   const updated = plan.profiles.filter((p) => !p.isNew);
-  const d = plan.decisions;
   const ms = queryTimeoutFor(carriedChars(plan));
   const pipe = new Pipeline(client);
   if (ms > QUERY_TIMEOUT_MS) pipe.query({ text: largeStatementBound(ms) });
@@ -388,31 +387,11 @@ export async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise
       name: 'identify-write',
       text: WRITE_SQL,
       values: [
-        created.map((p) => p.id),
-        created.map((p) => p.envId),
-        created.map((p) => p.fields),
-        created.map((p) => p.times),
-        created.map((p) => iso(p.updatedAt)),
-        created.map((p) => p.email),
-        created.map((p) => iso(p.createdAt)),
+        ...columns(created, 7, (p) => [p.id, p.envId, p.fields, p.times, iso(p.updatedAt), p.email, iso(p.createdAt)]),
         ...profileValues(updated),
-        plan.users.map((u) => u.envId),
-        plan.users.map((u) => u.userKey),
-        plan.users.map((u) => hex(u.userKey)),
-        plan.users.map((u) => u.profileId),
-        plan.moved.map((m) => m.from),
-        plan.moved.map((m) => m.to),
-        d.map((r) => r.envId),
-        d.map((r) => r.decision.channel),
-        d.map((r) => r.decision.purpose),
-        d.map((r) => toPgText(r.address)),
-        d.map((r) => hex(toPgText(r.address))),
-        d.map((r) => r.decision.status),
-        d.map((r) => r.decision.basis),
-        d.map((r) => toPgText(r.decision.source)),
-        d.map((r) => (r.decision.proofRef === null ? null : toPgText(r.decision.proofRef))),
-        d.map((r) => String(r.decision.decidedAt)),
-        d.map((r) => (r.decision.expiresAt === null ? null : String(r.decision.expiresAt))),
+        ...columns(plan.users, 4, (u) => [u.envId, u.userKey, hex(u.userKey), u.profileId]),
+        ...columns(plan.moved, 2, (m) => [m.from, m.to]),
+        ...columns(plan.decisions, 11, decisionColumns),
         ...addressClaimAndOutboxValues(plan),
       ],
     },
@@ -427,24 +406,16 @@ export async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise
 
 // ---- the cached path: one round trip ------------------------------------------------------
 
-/**
- * Any tombstone or suppression of the batch's users ($p environments, $p+1 hashes): the cached
- * path then fails, and the locked path decides which calls it drops (domain/privacy.ts).
- */
-const PRIVACY_ROWS = (p: number) => `
-  SELECT 1 FROM privacy_users v
-   WHERE v.user_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($${p + 1}::text[]) AS h)) AND v.environment_id = ANY($${p}::uuid[])`;
-
 // CACHED_WRITE_SQL. Locks each messageId claimed and each profile updated (no advisory key: the
 // claims' unique index and the rows' versions stand in for them); returns the transaction's id,
-// or fails (23505: a messageId claimed before; 40001: a profile changed since, or a
-// tombstone or suppression of one of its users).
+// or fails (23505: a messageId claimed before; 40001: a profile changed since, or a tombstone or
+// suppression of one of its users, whose calls the locked path then drops: domain/privacy.ts).
 const CACHED_WRITE_SQL = `
 WITH
 claims AS (${INSERT_CLAIMS(1, 'fail')}),
 ${UPDATE_PROFILES(5, true)},
 ${INSERT_ADDRESS_CLAIMS_AND_OUTBOX(11)}
-SELECT intake_assert_current((SELECT count(*) FROM updated) = cardinality($5::uuid[]) AND NOT EXISTS (${PRIVACY_ROWS(18)})) AS ok,
+SELECT intake_assert_current((SELECT count(*) FROM updated) = cardinality($5::uuid[]) AND NOT EXISTS (SELECT 1 FROM ${PRIVACY_OF_USERS(18)})) AS ok,
   pg_current_xact_id()::xid::text AS version`;
 
 /**

@@ -36,9 +36,9 @@ const NO_REFS: readonly string[] = [];
 
 /**
  * The fixed part of a cached profile: its Map entry, the Entry, its users' array (whose slots
- * userBytes counts), the StoredProfile and its two times (boxed numbers).
+ * userBytes counts), the planned profile (a StoredProfile and isNew) and its two times (boxed numbers).
  */
-const PROFILE_FIXED_BYTES = MAP_ENTRY_BYTES + objectBytes(5) + arrayBytes(1) - 8 + objectBytes(9) + 2 * NUMBER_BYTES;
+const PROFILE_FIXED_BYTES = MAP_ENTRY_BYTES + objectBytes(5) + arrayBytes(1) - 8 + objectBytes(10) + 2 * NUMBER_BYTES;
 
 /** What one cached profile costs, without its users. */
 function profileBytes(p: StoredProfile, version: string): number {
@@ -92,32 +92,21 @@ export class ProfileCache {
   /** What a committed batch wrote, at `version` (the writing transaction's id). */
   remember(plan: Plan, version: string): void {
     for (const m of plan.moved) this.forget(m.from);
-    for (const p of plan.profiles) {
-      // Field by field: object rest was most of this method's time.
-      const profile: StoredProfile = {
-        id: p.id,
-        envId: p.envId,
-        fields: p.fields,
-        times: p.times,
-        updatedAt: p.updatedAt,
-        email: p.email,
-        createdAt: p.createdAt,
-        claims: null,
-        latest: p.latest,
-      };
+    // The plan's own objects are kept: nothing changes them once planned.
+    for (const profile of plan.profiles) {
       const bytes = profileBytes(profile, version);
-      const held = this.profiles.peek(p.id);
+      const held = this.profiles.peek(profile.id);
       if (bytes > LARGEST_BYTES) {
-        if (held) this.forget(p.id);
+        if (held) this.forget(profile.id);
       } else if (held) {
         // Its users stay with it.
         held.profile = profile;
         held.version = version;
         this.profiles.resize(held, bytes - held.profileBytes);
         held.profileBytes = bytes;
-        this.profiles.set(p.id, held);
+        this.profiles.set(profile.id, held);
       } else {
-        this.profiles.set(p.id, { profile, version, profileBytes: bytes, bytes, refs: NO_REFS });
+        this.profiles.set(profile.id, { profile, version, profileBytes: bytes, bytes, refs: NO_REFS });
       }
     }
     for (const [ref, id] of plan.userProfiles) this.link(ref, this.profiles.peek(id));

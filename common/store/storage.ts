@@ -152,7 +152,7 @@ export interface ClaimsCursor {
 const FIRST_CLAIM: ClaimsCursor = { profileId: '00000000-0000-0000-0000-000000000000', channel: '', at: '-9223372036854775808', id: '-9223372036854775808' };
 
 /**
- * One batch of the address-history removal, consent.ts removableClaims in SQL: the next rows
+ * One batch of the address-history removal, history-retention.ts removableClaims in SQL: the next rows
  * after `after` in the index's order, of which each at or before `horizon` goes when a later
  * claim of its profile and channel (by at, then id) is at or before it too. Returns how many
  * went and where the next batch starts (null: the pass reached the end).

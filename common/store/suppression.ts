@@ -15,11 +15,16 @@ export interface PrivacyRow {
   suppressed_at: string | null;
 }
 
-/** The rows of ($1 environment, $2 user hash as hex) pairs: usually none (the table holds only erased or suppressed users). */
+/**
+ * privacy_users (as p) restricted to the users of ($p environments, $p+1 user hashes as hex):
+ * usually no row (the table holds only erased or suppressed users).
+ */
+export const PRIVACY_OF_USERS = (p: number) => `privacy_users p
+ WHERE p.user_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($${p + 1}::text[]) AS h)) AND p.environment_id = ANY($${p}::uuid[])`;
+
+/** The rows of ($1 environment, $2 user hash as hex) pairs. */
 export const PRIVACY_OF_USERS_SQL = `
-SELECT p.environment_id::text AS env, encode(p.user_hash, 'hex') AS hash, p.erased_at::text, p.suppressed_at::text
-  FROM privacy_users p
- WHERE p.user_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($2::text[]) AS h)) AND p.environment_id = ANY($1::uuid[])`;
+SELECT p.environment_id::text AS env, encode(p.user_hash, 'hex') AS hash, p.erased_at::text, p.suppressed_at::text FROM ${PRIVACY_OF_USERS(1)}`;
 
 /** `env:hash` → the state of that user. */
 export function privacyStates(rows: readonly PrivacyRow[]): Map<string, PrivacyState> {

@@ -53,7 +53,6 @@ export interface AddressTraits {
 
 export type IdentifyCheck = { ok: true; input: IdentifyInput } | { ok: false; issues: Issue[] } | { ok: false; tooFarAhead: true };
 
-
 const CHANNELS = ['email', 'sms'] as const;
 const STATUSES = ['granted', 'withdrawn', 'unknown'] as const;
 const PURPOSES = ['marketing', 'tracking'] as const;
@@ -62,9 +61,7 @@ const SOURCES = ['import', 'signup_form', 'api', 'manual'] as const;
 const IMPLIED_BASES: ReadonlySet<unknown> = new Set(['implied_transaction', 'implied_contract', 'implied_inquiry']);
 
 // zod's util.joinValues: 'email' | 'sms'
-function joinValues(values: readonly string[]): string {
-  return values.map((v) => `'${v}'`).join(' | ');
-}
+const joinValues = (values: readonly string[]): string => values.map((v) => `'${v}'`).join(' | ');
 
 export const IDENTIFY_MESSAGES = Object.freeze({
   // `error` texts of the 400 bodies
@@ -94,9 +91,8 @@ export const IDENTIFY_MESSAGES = Object.freeze({
 });
 
 // zod's message for a string outside an enum (it holds caller data, so not fixed).
-export function invalidEnumMessage(options: readonly string[], received: string): string {
-  return `Invalid enum value. Expected ${joinValues(options)}, received '${received}'`;
-}
+export const invalidEnumMessage = (options: readonly string[], received: string) =>
+  `Invalid enum value. Expected ${joinValues(options)}, received '${received}'`;
 
 const M = IDENTIFY_MESSAGES;
 
@@ -109,12 +105,8 @@ interface TypeIssues {
 }
 
 function typeIssues(expected: string, messages: Readonly<Record<JsonType, string>>): TypeIssues {
-  const byType: Record<string, IssueData> = {
-    undefined: Object.freeze({ code: 'invalid_type', expected, received: 'undefined', message: M.required }),
-  };
-  for (const t of JSON_TYPES) {
-    byType[t] = Object.freeze({ code: 'invalid_type', expected, received: t, message: messages[t] });
-  }
+  const byType: Record<string, IssueData> = { undefined: Object.freeze({ code: 'invalid_type', expected, received: 'undefined', message: M.required }) };
+  for (const t of JSON_TYPES) byType[t] = Object.freeze({ code: 'invalid_type', expected, received: t, message: messages[t] });
   return { expected, byType };
 }
 
@@ -123,12 +115,7 @@ function typeIssue(types: TypeIssues, value: unknown): IssueData {
   const known = types.byType[received];
   if (known !== undefined) return known;
   // Not a JSON type (only reachable by calling checkIdentify directly).
-  return {
-    code: 'invalid_type',
-    expected: types.expected,
-    received,
-    message: `Expected ${types.expected}, received ${received}`,
-  };
+  return { code: 'invalid_type', expected: types.expected, received, message: `Expected ${types.expected}, received ${received}` };
 }
 
 const STRING_TYPES = typeIssues('string', M.expectedString);
@@ -136,38 +123,15 @@ const OBJECT_TYPES = typeIssues('object', M.expectedObject);
 const ARRAY_TYPES = typeIssues('array', M.expectedArray);
 const NUMBER_TYPES = typeIssues('number', M.expectedNumber);
 
-function custom(message: string): IssueData {
-  return Object.freeze({ code: 'custom', message });
-}
+const custom = (message: string): IssueData => Object.freeze({ code: 'custom', message });
 
-const TOO_SMALL_STRING: IssueData = Object.freeze({
-  code: 'too_small',
-  minimum: 1,
-  type: 'string',
-  inclusive: true,
-  exact: false,
-  message: M.emptyString,
-});
+const TOO_SMALL_STRING: IssueData = Object.freeze({ code: 'too_small', minimum: 1, type: 'string', inclusive: true, exact: false, message: M.emptyString });
 // An identifier with an unpaired surrogate (well-formed.ts): dirty, like too_small.
 const NOT_WELL_FORMED: IssueData = Object.freeze({ code: 'invalid_string', message: M.notWellFormed });
-const INVALID_DATETIME: IssueData = Object.freeze({
-  code: 'invalid_string',
-  validation: 'datetime',
-  message: M.invalidDatetime,
-});
-const FLOAT: IssueData = Object.freeze({
-  code: 'invalid_type',
-  expected: 'integer',
-  received: 'float',
-  message: M.expectedInteger,
-});
+const INVALID_DATETIME: IssueData = Object.freeze({ code: 'invalid_string', validation: 'datetime', message: M.invalidDatetime });
+const FLOAT: IssueData = Object.freeze({ code: 'invalid_type', expected: 'integer', received: 'float', message: M.expectedInteger });
 // zod's parsed type of NaN is 'nan' (not reachable from JSON).
-const NAN: IssueData = Object.freeze({
-  code: 'invalid_type',
-  expected: 'number',
-  received: 'nan',
-  message: 'Expected number, received nan',
-});
+const NAN: IssueData = Object.freeze({ code: 'invalid_type', expected: 'number', received: 'nan', message: 'Expected number, received nan' });
 const BEFORE_1970 = custom(M.before1970);
 const TRAITS_REQUIRED = custom(M.traitsRequired);
 const CONSENTED_AT_REQUIRED = custom(M.consentedAtRequired);
@@ -183,7 +147,6 @@ type Check = (value: unknown, ctx: TestContext) => boolean | ValidationError;
 // The zod checks of one field. `key` is given when the field is a key of the
 // tested value (a field of a consent decision): issues go to that key's path.
 type FieldCheck = (value: unknown, ctx: TestContext, key?: string) => true | ValidationError;
-
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -259,13 +222,7 @@ function enumCheck(values: readonly string[], required: boolean): FieldCheck {
     if (value === undefined && !required) return true;
     if (typeof value !== 'string') return fatal(ctx, typeIssue(types, value), key);
     if (allowed.has(value)) return true;
-    const issue: IssueData = {
-      code: 'invalid_enum_value',
-      options: [...values],
-      received: value,
-      message: invalidEnumMessage(values, value),
-    };
-    return fatal(ctx, issue, key);
+    return fatal(ctx, { code: 'invalid_enum_value', options: [...values], received: value, message: invalidEnumMessage(values, value) }, key);
   };
 }
 
@@ -310,20 +267,10 @@ const checkDecision: Check = (value, ctx) => {
 // The consent validation table of the spec.
 function addConsentRules(d: Record<string, unknown>, ctx: TestContext, errors: ValidationError[] | null): ValidationError[] | null {
   const granted = d.status === 'granted';
-  if (granted && d.consentedAt === undefined && IMPLIED_BASES.has(d.basis)) {
-    (errors ??= []).push(dirty(ctx, CONSENTED_AT_REQUIRED, 'consentedAt'));
-  }
-  if (granted && d.basis === 'implied_contract' && d.expiresAt === undefined) {
-    (errors ??= []).push(dirty(ctx, EXPIRES_AT_REQUIRED, 'expiresAt'));
-  }
-  if (d.purpose === 'tracking') {
-    if (d.channel !== 'email') {
-      (errors ??= []).push(dirty(ctx, TRACKING_EMAIL_ONLY, 'channel'));
-    }
-    if (granted && d.basis !== undefined && d.basis !== 'consent') {
-      (errors ??= []).push(dirty(ctx, TRACKING_BASIS, 'basis'));
-    }
-  }
+  if (granted && d.consentedAt === undefined && IMPLIED_BASES.has(d.basis)) (errors ??= []).push(dirty(ctx, CONSENTED_AT_REQUIRED, 'consentedAt'));
+  if (granted && d.basis === 'implied_contract' && d.expiresAt === undefined) (errors ??= []).push(dirty(ctx, EXPIRES_AT_REQUIRED, 'expiresAt'));
+  if (d.purpose === 'tracking' && d.channel !== 'email') (errors ??= []).push(dirty(ctx, TRACKING_EMAIL_ONLY, 'channel'));
+  if (d.purpose === 'tracking' && granted && d.basis !== undefined && d.basis !== 'consent') (errors ??= []).push(dirty(ctx, TRACKING_BASIS, 'basis'));
   return errors;
 }
 
@@ -335,12 +282,9 @@ const TRAITS_RULE: IssueOptions = { path: 'traits', refines: '' };
 // `context.traits` is never read. zod runs this only when no issue of the body
 // aborted: the issue names the body as what it refines, and toIssues drops it.
 const checkTraitsRule: Check = (value, ctx) => {
-  const body = value as Record<string, unknown>;
-  const traits = body.traits;
+  const { traits, consent } = value as Record<string, unknown>;
   const noTraits = traits === undefined || (isObject(traits) && !hasOwnKeys(traits));
-  if (!noTraits) return true;
-  const consent = body.consent;
-  if (Array.isArray(consent) && consent.length > 0) return true;
+  if (!noTraits || (Array.isArray(consent) && consent.length > 0)) return true;
   return issueError(ctx, TRAITS_REQUIRED, TRAITS_RULE);
 };
 
@@ -437,15 +381,9 @@ export function notJsonIssues(): Issue[] {
 // Only called on a body that passed validation.
 function toInput(body: Record<string, unknown>): IdentifyInput {
   const timestamp = body.timestamp === undefined ? null : (body.timestamp as string);
-  let timestampMs: number | null = null;
-  if (timestamp !== null) {
-    const parsed = parseTimestamp(timestamp);
-    if (parsed.ok) timestampMs = parsed.ms;
-  }
-  const consent: ConsentDecisionInput[] = [];
-  if (body.consent !== undefined) {
-    for (const d of body.consent as Record<string, unknown>[]) consent.push(toDecision(d));
-  }
+  const parsed = timestamp === null ? null : parseTimestamp(timestamp);
+  const timestampMs = parsed?.ok ? parsed.ms : null;
+  const consent = ((body.consent ?? []) as Record<string, unknown>[]).map(toDecision);
   const traits = body.traits === undefined ? {} : (body.traits as Record<string, unknown>);
   const userId = (body.userId as string).trim();
   return {
@@ -469,15 +407,8 @@ export function addressTraitsOf(traits: Record<string, unknown>): AddressTraits 
   return addresses;
 }
 
+// Validation let through no null: a default stands in for an absent field only.
 function toDecision(d: Record<string, unknown>): ConsentDecisionInput {
-  return {
-    channel: d.channel as ConsentDecisionInput['channel'],
-    status: d.status as ConsentDecisionInput['status'],
-    purpose: (d.purpose ?? 'marketing') as ConsentDecisionInput['purpose'],
-    basis: (d.basis ?? null) as string | null,
-    source: (d.source ?? 'api') as ConsentDecisionInput['source'],
-    consentedAt: (d.consentedAt ?? null) as number | null,
-    proofRef: (d.proofRef ?? null) as string | null,
-    expiresAt: (d.expiresAt ?? null) as number | null,
-  };
+  const { channel, status, purpose = 'marketing', basis = null, source = 'api', consentedAt = null, proofRef = null, expiresAt = null } = d;
+  return { channel, status, purpose, basis, source, consentedAt, proofRef, expiresAt } as ConsentDecisionInput;
 }

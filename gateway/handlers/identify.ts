@@ -5,39 +5,26 @@ import type { Middleware } from 'koa';
 import type pg from 'pg';
 import { createGroupBatch, type GroupBatch, type GroupBatchOptions } from '../../common/group-batch.ts';
 import type { JsonWork } from '../../common/json-pool.ts';
-import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
-import { toIdentifyCall, userRef, type IdentifyCall, type Plan, type Verdict } from '../../common/store/identify-plan.ts';
+import { applyIdentifyBatch, type BatchOptions } from '../../common/store/identify-batch.ts';
+import { toIdentifyCall, userRef, type IdentifyCall, type Verdict } from '../../common/store/identify-plan.ts';
 import { createOutboxNotify } from '../../common/store/outbox.ts';
 import { ProfileCache } from '../../common/store/profile-cache.ts';
-import type { DroppedCall } from '../../common/store/suppression.ts';
 import { messageIdConflict } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 
 export type IdentifyBatcher = GroupBatch<IdentifyCall, Verdict>;
 
-/**
- * `json`: where a large batch's rules run (off the event loop); `cacheMb`: the profile cache's
- * size (0: none); `onCommitted`: told of each committed batch (the live view's recorder);
- * `addressHistoryDays`: ADDRESS_HISTORY_DAYS.
- */
+/** `json`: where a large batch's rules run (off the event loop); `cacheMb`: the profile cache's size (0: none). */
 export function createIdentifyBatcher(
   pool: pg.Pool,
   json: JsonWork,
-  options: GroupBatchOptions & {
-    cacheMb: number;
-    addressHistoryDays?: number | null;
-    onCommitted?: (calls: IdentifyCall[], plan: Plan) => void;
-    onDropped?: (dropped: DroppedCall[]) => void;
-  },
+  options: GroupBatchOptions & Pick<BatchOptions, 'addressHistoryDays' | 'onCommitted' | 'onDropped'> & { cacheMb: number },
 ): IdentifyBatcher {
-  const notify = createOutboxNotify(pool);
-  const cache = options.cacheMb > 0 ? new ProfileCache(options.cacheMb * 1_048_576) : undefined;
   const { onCommitted, onDropped, addressHistoryDays } = options;
+  const cache = options.cacheMb > 0 ? new ProfileCache(options.cacheMb * 1_048_576) : undefined;
+  const batch: BatchOptions = { json, notify: createOutboxNotify(pool), cache, onCommitted, onDropped, addressHistoryDays };
   // One user's calls never run in two batches at once: a later one waits for the batch holding the earlier (arrival order).
-  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, { json, notify, cache, onCommitted, onDropped, addressHistoryDays }), {
-    ...options,
-    keyOf: userRef,
-  });
+  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, batch), { ...options, keyOf: userRef });
 }
 
 /** Saved before the answer (its batch committed): 200 applied or duplicate, 409 for a messageId reused differently. */

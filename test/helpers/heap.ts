@@ -63,6 +63,7 @@ export function profilePlan(shape: ProfileShape, from: number, n: number): Plan 
       updatedAt: T0 + j,
       email,
       createdAt: T0,
+      claims: null,
       latest: email === null ? {} : { email: { channel: 'email', value: email, at: T0 + j, order: 2 ** 52 + j } },
       isNew: true,
     });

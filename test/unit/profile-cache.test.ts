@@ -19,7 +19,7 @@ function written(users: [string, string][], fieldsOf: (id: string) => string = (
   return {
     verdicts: [],
     changed: [],
-    profiles: ids.map((id) => ({ id, envId: ENV, fields: fieldsOf(id), times: '{"a":1}', updatedAt: 1, email: null, createdAt: 1, latest: {}, isNew: false })),
+    profiles: ids.map((id) => ({ id, envId: ENV, fields: fieldsOf(id), times: '{"a":1}', updatedAt: 1, email: null, createdAt: 1, claims: null, latest: {}, isNew: false })),
     moved,
     users: [],
     userProfiles: users.map(([u, id]) => [`${ENV}:${u}`, id]),

@@ -1,5 +1,5 @@
 // ADDRESS_HISTORY_DAYS against the real PostgreSQL: the storage maintenance's SQL removes
-// exactly the claims consent.ts removableClaims names, across its batches; a round removes
+// exactly the claims history-retention.ts removableClaims names, across its batches; a round removes
 // nothing with the setting unset; a worker's pass starts a day after its last; the loop logs
 // what it removed; and over HTTP a decision dated after the bound still finds its address
 // after the removal, while one dated before it is skipped with the setting and resolved without
@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { consentGet } from '../../cli/commands/consent.ts';
-import { historyRemovalHorizon, removableClaims } from '../../common/domain/consent.ts';
+import { historyRemovalHorizon, removableClaims } from '../../common/domain/history-retention.ts';
 import { DAY_MS } from '../../common/domain/partition-plan.ts';
 import { MAINTENANCE_BATCH, removeAddressClaims, type ClaimsCursor } from '../../common/store/storage.ts';
 import { maintenanceRound, newHistoryPass, startStorageMaintenance } from '../../workers/storage-maintenance.ts';
