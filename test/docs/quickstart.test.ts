@@ -119,13 +119,6 @@ function shellEnvironment(): NodeJS.ProcessEnv {
   for (const name of ['TEST_DATABASE_URL', 'TEST_REDIS_URL']) delete env[name];
   // Nor what npm tells the scripts it runs (npm test, npx -p node@24 …): a newcomer's shell has none of it.
   for (const name of Object.keys(env)) if (/^npm_/i.test(name)) delete env[name];
-  // But no install scripts: `npx intake` in a folder whose package.json has an `intake` bin
-  // installs that folder into npx's cache, which runs its postinstall (prisma generate, which
-  // deletes and rewrites every file of common/generated, and a build of dist/). Through the
-  // checkout's links that is this repository's own common/ and dist/, under the other test
-  // files running now: a gateway they start meanwhile fails with ENOENT on a generated file.
-  // `npm ci` ran that postinstall already; `npm start` still runs its script.
-  env.npm_config_ignore_scripts = 'true';
   return env;
 }
 
@@ -151,6 +144,8 @@ test('a newcomer on other ports and another database: npm start in one shell, th
     ].join('\n'),
   );
   const shell = shellEnvironment();
+  // `npx intake` installs this checkout into npx's cache, which runs its postinstall there: it
+  // must leave the checkout's common/generated (and dist/), which other test files run, alone.
   const generated = path.join(ROOT, 'common/generated/prisma/enums.ts');
   const generatedBefore = statSync(generated).mtimeMs;
   const service = npmStart(dir, shell);
