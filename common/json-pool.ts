@@ -42,9 +42,13 @@ export const inlineJsonWork: JsonWork = {
   close: async () => {},
 };
 
-// A throw of the task rejects the promise (the executor runs it).
+// Every Track and Identify request runs here: an already-settled promise, no executor or resolving functions.
 function runInline<K extends JsonTaskName>(task: K, args: unknown[]): Promise<ReturnType<Tasks[K]>> {
-  return new Promise((resolve) => resolve((JSON_TASKS[task] as (...a: unknown[]) => ReturnType<Tasks[K]>)(...args)));
+  try {
+    return Promise.resolve((JSON_TASKS[task] as (...a: unknown[]) => ReturnType<Tasks[K]>)(...args));
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }
 
 interface Task {
@@ -127,10 +131,12 @@ export function createJsonPool(options: JsonPoolOptions = {}): JsonWork {
     });
   }
 
-  const runFor: JsonWork['runFor'] = (texts, task, ...args) => (closed || !isLarge(texts, inlineChars) ? runInline(task, args) : onThread(task, args));
+  // `texts`: the task's arguments (run) or the texts the caller names (runFor); isLarge weighs their strings.
+  const runOn = <K extends JsonTaskName>(texts: readonly unknown[], task: K, args: unknown[]) =>
+    closed || !isLarge(texts, inlineChars) ? runInline(task, args) : onThread(task, args);
   return {
-    run: (task, ...args) => runFor(stringsOf(args), task, ...args),
-    runFor,
+    run: (task, ...args) => runOn(args, task, args),
+    runFor: (texts, task, ...args) => runOn(texts, task, args),
     threaded: () => threaded,
     async close() {
       closed = true;
@@ -140,13 +146,11 @@ export function createJsonPool(options: JsonPoolOptions = {}): JsonWork {
   };
 }
 
-const stringsOf = (args: readonly unknown[]) => args.filter((arg): arg is string => typeof arg === 'string');
-
-// Whether a task's input is worth a thread: its texts add up to `inlineChars`, or one of them
-// nests deeper than INLINE_JSON_DEPTH.
-function isLarge(texts: readonly string[], inlineChars: number): boolean {
+// Whether a task's input is worth a thread: its strings add up to `inlineChars`, or one of them
+// nests deeper than INLINE_JSON_DEPTH (other values are not weighed).
+function isLarge(texts: readonly unknown[], inlineChars: number): boolean {
   let chars = 0;
-  for (const text of texts) chars += text.length;
+  for (const text of texts) if (typeof text === 'string') chars += text.length;
   if (chars >= inlineChars) return true;
-  return texts.some((text) => text.length > DEPTH_SCAN_CHARS && nestsDeeperThan(text, INLINE_JSON_DEPTH));
+  return texts.some((text) => typeof text === 'string' && text.length > DEPTH_SCAN_CHARS && nestsDeeperThan(text, INLINE_JSON_DEPTH));
 }

@@ -220,6 +220,8 @@ export async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[])
   const byUser = new Map<string, { call: IdentifyCall; hash: string }>();
   for (const c of calls) if (!byUser.has(userRef(c))) byUser.set(userRef(c), { call: c, hash: hex(c.userKey) });
   const userList = [...byUser.values()];
+  // The users' environments and key hashes: the claim statement's $5–$6, the privacy read's $1–$2.
+  const userColumns = columns(userList, 2, (u) => [u.call.envId, u.hash]);
   const emails = new Set<string>();
   const emailEnvs = new Set<string>();
   for (const c of calls) if (c.joinEmail) (emails.add(c.joinEmail), emailEnvs.add(c.envId));
@@ -237,13 +239,13 @@ export async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[])
     {
       name: `identify-claim-${withClaims}`,
       text: CLAIM_SQL(withClaims),
-      values: [...claimValues(claims), ...columns(userList, 2, (u) => [u.call.envId, u.hash]), [...emails], [...emailEnvs]],
+      values: [...claimValues(claims), ...userColumns, [...emails], [...emailEnvs]],
     },
     claimMs,
   );
   // Locks nothing; returns the users' tombstones and suppressions. Under the same locks an erasure
   // takes (erasure.ts): what it decided is seen here, or it waits for this batch.
-  const privacy = pipe.query<PrivacyRow>({ name: 'identify-privacy', text: PRIVACY_OF_USERS_SQL, values: columns(userList, 2, (u) => [u.call.envId, u.hash]) });
+  const privacy = pipe.query<PrivacyRow>({ name: 'identify-privacy', text: PRIVACY_OF_USERS_SQL, values: userColumns });
   await pipe.done();
   const { rows } = await claim;
   const dropped = droppedCalls(calls, (await privacy).rows);
