@@ -1,8 +1,9 @@
 /**
- * Runs each close in turn, none for longer than `eachMs`. A close that hangs (a BullMQ worker
- * waits for the jobs in its hands, and one whose slot was down may never complete) is named on
- * stderr and left behind, so the later steps still stop the servers the file started and ava's
- * worker exits instead of timing out.
+ * Runs each close in turn, none for longer than `eachMs`. A close that hangs (BullMQ's close
+ * can wait forever on a connection left reconnecting to a node that was down:
+ * taskforcesh/bullmq#4656) is named on stderr and left behind, so the later steps still stop
+ * the servers the file started and ava's worker exits instead of timing out. The processes
+ * themselves are bounded the same way by SHUTDOWN_TIMEOUT_MS (cli/intake.ts).
  */
 export async function closeInTurn(steps: [label: string, close: () => unknown][], eachMs = 20_000): Promise<void> {
   for (const [label, close] of steps) {
