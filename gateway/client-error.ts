@@ -6,11 +6,21 @@
 //   nothing the spec serves, so it gets the spec's answer for that: the plain-text 404. Every
 //   other parse error keeps Node's status with a JSON `error` (docs/decisions.md, "Requests Node's HTTP parser refuses"), and the
 //   connection is closed: after a framing error nothing more on it can be read reliably.
-// - An Expect other than 100-continue ('checkExpectation'): 417 with a JSON `error`, and the
-//   connection closed, since the client may hold its body back waiting for a 100 that will not
-//   come, and Node would wait to discard that body before reading the next request.
+// - An Expect other than exactly 100-continue ('checkContinue', 'checkExpectation'): 417 with a
+//   JSON `error`, and the connection closed, since the client may hold its body back waiting for
+//   a 100 that will not come, and Node would wait to discard that body before reading the next
+//   request. Node's own test finds 100-continue anywhere in a list, which would serve a request
+//   whose other expectations nobody meets.
 // - An HTTP/1.1 request without Host (RFC 9112 §3.2: 400): Node's own check is turned off
 //   (`requireHostHeader: false`, which the server must be created with) and made here.
+// - CONNECT ('connect'): names no resource the spec serves, so the plain-text 404; Node would
+//   close without a word.
+// Answers go in request order (RFC 9112 §9.3.2). Node keeps a pipelined request's response
+// queued until the ones ahead of it have finished, but hands the request over at once; a
+// handler started then would act on a request whose answer may never be written (the
+// connection closed by an answer ahead of it), so a queued request is handled only when its
+// turn comes. A refusal, whose request has no response of its own to queue behind, waits for
+// the responses ahead of it before it is written and the connection closed.
 import { STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
@@ -43,12 +53,60 @@ const ANSWERS: Record<string, Buffer> = {
 // Bad chunk sizes, Transfer-Encoding with Content-Length, two Content-Lengths, bad header names…
 const BAD_REQUEST = clientErrorAnswer(400);
 
-/** The server's `clientError` listener: what Node does by default, with the answers above. */
-export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  // As Node: answer only while no response of this connection has started, then close.
-  const current = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (socket.writable && !current?.headersSent) socket.write(ANSWERS[err.code ?? ''] ?? BAD_REQUEST);
+/** Set on a connection once its last answer is decided. */
+const closing = Symbol('closing');
+/** Set on a request the parser refused partway (its headers read, its body not). */
+const refused = Symbol('refused');
+
+/** What is read here of Node's connection socket (lib/_http_server.js). */
+type Connection = Duplex & {
+  /** The response being written: the first unfinished one of the connection (Node queues the others). */
+  _httpMessage?: ServerResponse | null;
+  /** The request being parsed, until it has been read to its end (null once the parser is freed). */
+  parser?: { incoming?: IncomingMessage | null } | null;
+  [closing]?: true;
+};
+type Request = IncomingMessage & { [refused]?: true };
+
+/**
+ * Writes `answer` once every response ahead of it on the connection has finished, then closes.
+ * `refusedRequest`: the request the answer stands for, when Node made a response for it; that
+ * response is replaced by `answer` unless it has begun, in which case it is that request's
+ * answer and nothing follows it.
+ */
+function closeInTurn(socket: Connection, answer: Buffer | null, refusedRequest: IncomingMessage | null): void {
+  const current = socket._httpMessage;
+  // A socket no longer writable (reset by the client, or ended) delivers nothing more: close it now.
+  if (current && socket.writable && !(current.req === refusedRequest && !current.headersSent)) {
+    // Node's resOnFinish listener was added first, so this one finds the next response already
+    // assigned (or none, or the socket closing after a Connection: close answer).
+    current.once('finish', () => closeInTurn(socket, current.req === refusedRequest ? null : answer, refusedRequest));
+    return;
+  }
+  if (answer && socket.writable) socket.write(answer);
   socket.destroy();
+}
+
+/** The server's `clientError` listener: what Node does by default, with the answers above, after the answers ahead. */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const connection = socket as Connection;
+  // The parser stays in error and reports it again for every later chunk or timeout.
+  if (connection[closing]) return;
+  connection[closing] = true;
+  const incoming = connection.parser?.incoming;
+  const refusedRequest = incoming && !incoming.complete ? incoming : null;
+  if (refusedRequest) (refusedRequest as Request)[refused] = true;
+  // Nothing after the error can be parsed; the responses ahead need no more input.
+  if (connection._httpMessage) connection.pause();
+  closeInTurn(connection, ANSWERS[err.code ?? ''] ?? BAD_REQUEST, refusedRequest);
+}
+
+/** The server's `connect` listener: Node hands the socket over, detached from the server, with any earlier response still in flight. */
+function answerConnect(_req: IncomingMessage, socket: Duplex): void {
+  // Node has removed its own error listener from the socket.
+  socket.on('error', () => {});
+  socket.pause();
+  closeInTurn(socket as Connection, NOT_FOUND, null);
 }
 
 /** The same JSON answer through a response Node has made for a parsed request, closing the connection after it. */
@@ -58,21 +116,58 @@ function answerJson(res: ServerResponse, status: number): void {
   res.end(body);
 }
 
-/** The server's `checkExpectation` listener: 417 for any Expect but 100-continue (which Node answers with 100 and serves). */
-export function answerExpectation(_req: IncomingMessage, res: ServerResponse): void {
-  answerJson(res, 417);
+/** Node's own Host condition (lib/_http_server.js): HTTP/1.1 only; 1.0 has no Host requirement. */
+function lacksHost(req: IncomingMessage): boolean {
+  return req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1;
+}
+
+// RFC 9110 §10.1.1: the member is case-insensitive. Node has already trimmed the field value.
+const CONTINUE_ONLY = /^\s*100-continue\s*$/i;
+
+/**
+ * `serve` for a request once its turn has come: at once when its response owns the socket,
+ * else when Node assigns it (after every response ahead has finished), and never when the
+ * connection closes first or the parser refused the request meanwhile.
+ */
+function inTurn(serve: (req: IncomingMessage, res: ServerResponse) => void) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (res.socket) serve(req, res);
+    else
+      res.once('socket', () => {
+        if (!(req as Request)[refused]) serve(req, res);
+      });
+  };
 }
 
 /**
  * Serves `handler` on `server` (created with `requireHostHeader: false`) with the answers Node
- * would write itself in JSON: malformed requests, an unknown Expect, HTTP/1.1 without Host.
+ * would write itself in JSON: malformed requests, an unknown Expect, HTTP/1.1 without Host,
+ * CONNECT; every request in its turn on its connection.
  */
 export function answerInJson(server: Server, handler: RequestListener): void {
   server.on('clientError', answerClientError);
-  server.on('checkExpectation', answerExpectation);
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    // Node's own condition (lib/_http_server.js): HTTP/1.1 only; 1.0 has no Host requirement.
-    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) answerJson(res, 400);
-    else void handler(req, res);
-  });
+  server.on('connect', answerConnect);
+  // Node emits these two instead of 'request' for an HTTP/1.1 request with Expect (it ignores Expect in 1.0).
+  server.on(
+    'checkContinue',
+    inTurn((req, res) => {
+      if (lacksHost(req)) answerJson(res, 400);
+      else if (!CONTINUE_ONLY.test(req.headers.expect ?? '')) answerJson(res, 417);
+      else {
+        res.writeContinue();
+        void handler(req, res);
+      }
+    }),
+  );
+  server.on(
+    'checkExpectation',
+    inTurn((req, res) => answerJson(res, lacksHost(req) ? 400 : 417)),
+  );
+  server.on(
+    'request',
+    inTurn((req, res) => {
+      if (lacksHost(req)) answerJson(res, 400);
+      else void handler(req, res);
+    }),
+  );
 }

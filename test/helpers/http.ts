@@ -158,3 +158,54 @@ export function rawExchange(url: string, bytes: string, waitMs = 5000): Promise<
     setTimeout(() => ((gaveUp = true), socket.destroy()), waitMs).unref();
   });
 }
+
+export interface RawAnswer {
+  status: number;
+  /** Header names lowercased; a repeated header keeps its last value. */
+  headers: Record<string, string>;
+  body: string;
+  /** The answer's bytes as received (latin1), head and body. */
+  raw: string;
+}
+
+/**
+ * The answers in `received` (what rawExchange returns), in the order they came: interim 1xx
+ * answers have no body, others a Content-Length, chunked or close-delimited one. Bytes that are
+ * no complete answer end the list under `rest`, so an assertion can name them.
+ */
+export function parseAnswers(received: string): { answers: RawAnswer[]; rest: string } {
+  const answers: RawAnswer[] = [];
+  let at = 0;
+  while (at < received.length) {
+    const headEnd = received.indexOf('\r\n\r\n', at);
+    if (headEnd < 0 || !received.startsWith('HTTP/1.', at)) break;
+    const [statusLine, ...lines] = received.slice(at, headEnd).split('\r\n');
+    const status = Number(statusLine.split(' ')[1]);
+    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    let end = headEnd + 4;
+    let body = '';
+    if (status >= 200 || status === 101) {
+      if (headers['content-length'] !== undefined) {
+        end += Number(headers['content-length']);
+        if (end > received.length) break;
+        body = received.slice(headEnd + 4, end);
+      } else if (/chunked/i.test(headers['transfer-encoding'] ?? '')) {
+        let size: number;
+        do {
+          const lineEnd = received.indexOf('\r\n', end);
+          if (lineEnd < 0) return { answers, rest: received.slice(at) };
+          size = parseInt(received.slice(end, lineEnd), 16);
+          body += received.slice(lineEnd + 2, lineEnd + 2 + size);
+          end = lineEnd + 2 + size + 2;
+        } while (size > 0);
+        if (end > received.length) break;
+      } else {
+        end = received.length;
+        body = received.slice(headEnd + 4);
+      }
+    }
+    answers.push({ status, headers, body, raw: received.slice(at, end) });
+    at = end;
+  }
+  return { answers, rest: received.slice(at) };
+}
