@@ -139,8 +139,9 @@ function registerStorage(registry: Registry): WorkerMetrics['storage'] {
     help: 'Seconds since the oldest stored event was received (what EVENTS_RETENTION_DAYS bounds); absent when no event is stored',
     registers,
     collect() {
-      this.reset();
-      if (figures?.oldestEventAt != null) this.set(Math.max(0, (Date.now() - figures.oldestEventAt) / 1000));
+      // A gauge without labels that is reset reads 0; removing its one series leaves it out.
+      if (figures?.oldestEventAt == null) this.remove();
+      else this.set(Math.max(0, (Date.now() - figures.oldestEventAt) / 1000));
     },
   });
   const rounds = new Counter({

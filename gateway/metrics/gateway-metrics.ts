@@ -133,20 +133,22 @@ export function createGatewayMetrics(deps: GatewayMetricsDeps): GatewayMetrics {
 }
 
 /**
- * The read replica's lag at its last reading (absent without DATABASE_READ_URL or while the
- * replica does not answer) and whether Profiles reads go to it. Every process of a gateway reads
- * the same replica: their scrape takes the largest lag and the smallest "in use".
+ * How far the read replica trailed the primary at its last reading (absent without
+ * DATABASE_READ_URL, while the replica does not answer, or while that is not known) and whether
+ * Profiles reads go to it. Every process of a gateway reads the same replica: their scrape takes
+ * the largest lag and the smallest "in use".
  */
 function registerReadReplica(registry: Registry, route: Pick<ReadRoute, 'lagSeconds' | 'usingReplica'>): void {
   new Gauge({
     name: 'intake_read_replica_lag_seconds',
-    help: 'Replay lag of the PostgreSQL read replica (DATABASE_READ_URL) at its last reading, read once a second; absent when there is none or it does not answer',
+    help: 'How far the PostgreSQL read replica (DATABASE_READ_URL) trailed the primary at its last reading, read once a second: 0 when it had replayed all the primary had written; absent when there is none, it does not answer, or how far it trails is not known',
     registers: [registry],
     aggregator: 'max',
     collect() {
       const lag = route.lagSeconds();
-      this.reset();
-      if (lag !== null) this.set(lag);
+      // A gauge without labels that is reset reads 0; removing its one series leaves it out.
+      if (lag === null) this.remove();
+      else this.set(lag);
     },
   });
   new Gauge({

@@ -2,7 +2,8 @@
 // group-commit batch sizes, the events queue's depths (read at scrape time, left out rather
 // than hanging when Redis does not answer), in-flight requests, uploads being read, overload
 // refusals by reason and cut uploads; every API route's documented statuses exist at zero from
-// the start, and so does every refusal reason.
+// the start, and so does every refusal reason. The read replica's lag is there only while one is
+// configured and answers.
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -10,12 +11,13 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { METRIC_NAMES, ROUTE_STATUSES } from '../../gateway/metrics/gateway-metrics.ts';
 import { REFUSAL_REASONS } from '../../gateway/admission.ts';
-import { eventually } from '../helpers/eventually.ts';
+import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { samples, series } from '../helpers/metrics.ts';
+import { freePort } from '../helpers/free-port.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
 import { startFreezableProxy } from '../helpers/proxy.ts';
-import { newTenant, openHarness, TEST_REDIS_URL } from '../helpers/services.ts';
+import { newTenant, openHarness, TEST_DATABASE_URL, TEST_REDIS_URL } from '../helpers/services.ts';
 
 test('before any request, every status an API route can answer has its series at zero', async (t) => {
   const h = await openHarness();
@@ -156,4 +158,39 @@ test('a scrape answers within its bound while Redis hangs, without queue depths,
   t.regex(frozen.text, /^intake_http_requests_total\{route="metrics",status="200"\} [1-9]\d*$/m, 'the earlier scrapes, counted');
   proxy.restore();
   t.is(depth((await request(gateway.url, '/metrics', { method: 'GET' })).text), 0);
+});
+
+const REPLICA_LAG = 'intake_read_replica_lag_seconds';
+const REPLICA_IN_USE = 'intake_read_replica_in_use';
+
+test('without DATABASE_READ_URL there is no replica lag to report: the series is absent, and reads are on the primary', async (t) => {
+  const h = await openHarness();
+  t.teardown(() => h.close());
+  t.is(h.config.databaseReadUrl, '');
+  const gateway = await gatewayInProcess(h);
+  t.teardown(() => gateway.close());
+  const m = samples((await request(gateway.url, '/metrics', { method: 'GET' })).text);
+  t.false(m.has(REPLICA_LAG));
+  t.is(m.get(REPLICA_IN_USE), 0);
+});
+
+test('with DATABASE_READ_URL: the lag is there once the server answers (0 for one that is not a standby: it reads its own writes), absent while none answers', async (t) => {
+  // A server that is not a standby (the primary itself) is the one read replica at hand here; test/cluster/read-replica.test.ts has a real one.
+  const h = await openHarness({ DATABASE_READ_URL: TEST_DATABASE_URL });
+  t.teardown(() => h.close());
+  const gateway = await gatewayInProcess(h);
+  t.teardown(() => gateway.close());
+  const scrape = async () => samples((await request(gateway.url, '/metrics', { method: 'GET' })).text);
+  t.true(await eventually(async () => (await scrape()).get(REPLICA_IN_USE) === 1));
+  t.is((await scrape()).get(REPLICA_LAG), 0);
+
+  // A port nothing listens on: the replica never answers, reading after reading.
+  const down = await openHarness({ DATABASE_READ_URL: `postgresql://postgres@127.0.0.1:${await freePort()}/intake_test` });
+  t.teardown(() => down.close());
+  const unreachable = await gatewayInProcess(down);
+  t.teardown(() => unreachable.close());
+  await sleep(2500);
+  const m = samples((await request(unreachable.url, '/metrics', { method: 'GET' })).text);
+  t.false(m.has(REPLICA_LAG));
+  t.is(m.get(REPLICA_IN_USE), 0);
 });

@@ -1,6 +1,8 @@
 // A worker's GET /metrics over HTTP: its own counters (each labelled one at zero from the
-// start), how far behind it is, and queue depths read from Redis.
+// start), how far behind it is, queue depths read from Redis, and the age of the oldest stored
+// event (absent while none is stored).
 import test from 'ava';
+import { poolOf } from '../../common/db.ts';
 import { createEventsQueue } from '../../common/queues.ts';
 import { createRedis } from '../../common/redis.ts';
 import { BATCH_OUTCOMES, createWorkerMetrics, EVENT_OUTCOMES, JOURNEY_MESSAGE_STATUSES } from '../../workers/metrics.ts';
@@ -9,7 +11,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, spawnIntake, type Child } from '../helpers/processes.ts';
 import { startFreezableProxy } from '../helpers/proxy.ts';
-import { newTenant, openHarness, testConfig, testEnv, TEST_REDIS_URL, type Harness } from '../helpers/services.ts';
+import { newTenant, openHarness, ownDatabase, testConfig, testEnv, TEST_REDIS_URL, type Harness } from '../helpers/services.ts';
 
 let h: Harness;
 let worker: Child;
@@ -122,4 +124,33 @@ test('healthz and readyz answer; other paths are 404; a second worker on a taken
   } finally {
     await second.kill('SIGTERM');
   }
+});
+
+test("the oldest stored event's age: absent while the database holds no event, then the age of the one stored", async (t) => {
+  // A database of the file's own: the shared one holds other files' events.
+  const own = await openHarness({ DATABASE_URL: await ownDatabase('worker_metrics'), STORAGE_MAINTENANCE_MS: '1000' });
+  t.teardown(() => own.close());
+  await poolOf(own.db).query('DELETE FROM events');
+  const child = await spawnIntake('worker', own.env);
+  t.teardown(() => child.kill('SIGTERM'));
+  const url = `http://127.0.0.1:${/"metricsPort":(\d+)/.exec(child.output())![1]}`;
+  const scrape = async () => (await request(url, '/metrics', { method: 'GET' })).text;
+  const AGE = 'intake_events_oldest_age_seconds';
+
+  // The storage series appear with the worker's first maintenance round.
+  const first = await eventually(async () => {
+    const text = await scrape();
+    return sample(text, 'intake_storage_bytes{table="events"}') === undefined ? null : text;
+  });
+  t.truthy(first, 'a maintenance round');
+  t.true(sample(first!, 'intake_events_partitions')! > 0);
+  t.is(sample(first!, AGE), undefined, 'no age while no event is stored');
+
+  const gateway = await gatewayInProcess(own);
+  t.teardown(() => gateway.close());
+  const tenant = await newTenant(own);
+  const sent = Date.now();
+  t.is((await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: trackBody() })).status, 202);
+  const age = await eventually(async () => sample(await scrape(), AGE));
+  t.true(age !== undefined && age > 0 && age <= (Date.now() - sent) / 1000 + 1, `${age}`);
 });
