@@ -7,9 +7,11 @@
 import pg from 'pg';
 import { loadConfig } from '../common/config.ts';
 import { createDb, poolOf } from '../common/db.ts';
-import { userHashOf, userKeyBits } from '../common/domain/privacy.ts';
+import { userKeyBits } from '../common/domain/privacy.ts';
+import { userHashOf } from '../common/store/person.ts';
 import { migrate } from '../common/migrate.ts';
 import { forgetUser } from '../common/store/erasure.ts';
+import { readAuditSecret } from '../common/store/privacy-audit.ts';
 import { createPartitionsFor } from '../common/store/storage.ts';
 
 const DATABASE_URL = process.env.BENCH_ERASURE_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_bench_erasure';
@@ -96,7 +98,7 @@ const db = createDb(loadConfig({ ...process.env, DATABASE_URL, DATABASE_POOL_SIZ
 async function measure(layout: string) {
   await seedTarget();
   const started = performance.now();
-  const summary = await forgetUser(poolOf(db), { environmentId: env!, userId: TARGET, suppress: false, operator: 'bench' });
+  const summary = await forgetUser(poolOf(db), { environmentId: env!, userId: TARGET, suppress: false, operator: 'bench', auditSecret: await readAuditSecret(poolOf(db)) });
   const seconds = (performance.now() - started) / 1000;
   console.log(JSON.stringify({ layout, events: EVENTS, removed: summary.removed, seconds: Number(seconds.toFixed(2)) }));
 }

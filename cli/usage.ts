@@ -173,10 +173,10 @@ export const COMMANDS = {
     args: ['org-slug', 'user-id'],
     options: { env, suppress: { value: '', flag: true, help: 'also drop every later call of this user ID (intake users suppress)' }, by },
     summary:
-      'erase a person: profile (a joined profile whole, with every user ID that reads it), traits, address claims, events with this userId, journey runs and messages, Identify records, consent decisions of addresses no other profile claimed; prints what was removed, counted per kind',
+      'erase a person: profile (a joined profile whole, with every user ID that reads it), traits, address claims, events whose userId trims to one of them, journey runs and messages, Identify records, consent decisions of addresses no other profile holds; prints what was removed, counted per kind',
     notes: [
-      'Events and Identify calls of the user received before the erasure but not yet stored are dropped when they arrive; calls received after it are new data (unless --suppress).',
-      'The audit (intake users audit) records the hashed user ID, the counts and the operator, never the ID.',
+      'Events and Identify calls of the user received before the erasure but not yet stored are dropped when they arrive; calls received after it are new data, whatever their messageId (unless --suppress).',
+      'The audit (intake users audit) records a keyed hash of the user ID, the counts and the operator, never the ID.',
     ],
   },
   'users suppress': {
@@ -202,8 +202,8 @@ export const COMMANDS = {
   'users audit': {
     section: 'operator',
     args: ['org-slug'],
-    options: { env },
-    summary: 'every forget, suppress and unsuppress: prints [{"action","userHash","at","operator","counts"}], no raw user ID',
+    options: { env, user: { value: '<user-id>', help: "only this user ID's records (its keyed hash)" } },
+    summary: 'every forget, and every suppress and unsuppress that changed something: prints [{"environment","action","userHash","at","operator","counts"}], no raw user ID',
   },
   'users export': {
     section: 'operator',

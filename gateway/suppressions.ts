@@ -21,7 +21,8 @@ import type { Counter } from 'prom-client';
 import { hasId } from '../common/domain/ids.ts';
 import type { Logger } from '../common/logger.ts';
 import type { Redis } from '../common/redis.ts';
-import { dropReason, userHashOf } from '../common/domain/privacy.ts';
+import { dropReason } from '../common/domain/privacy.ts';
+import { userHashOf } from '../common/store/person.ts';
 import { storedHashHex } from '../common/domain/identity-hash.ts';
 import { addDropped, loadSuppressions, type DroppedCall } from '../common/store/suppression.ts';
 

@@ -31,10 +31,11 @@ import {
 } from '../common/store/journey-runs.ts';
 import { findDecision } from '../common/store/profiles.ts';
 import { droppedChange } from '../common/store/suppression.ts';
+import { userKeyOf } from '../common/store/person.ts';
 import { attributeJourneys, journeyDefinition, publishedJourneys, type PublishedJourney } from '../common/store/journeys.ts';
 
 export interface JourneyEngine {
-  /** Stored Track events; returns one error (or null) per row. */
+  /** Stored Track events, while the worker's store holds their environments' locks (erasure.ts ErasureGuard); one error (or null) per row. */
   handleEvents(rows: readonly EventRow[]): Promise<(Error | null)[]>;
   /** A `profile_fields_changed` service event: starts attribute-triggered journeys. */
   handleProfileChange(job: ServiceEventJob): Promise<void>;
@@ -104,7 +105,8 @@ export function createJourneyEngine(deps: JourneyEngineDeps): JourneyEngine {
   }
 
   async function handleEvent(row: EventRow, journeys: PublishedJourney[]) {
-    const userKey = toPgText(row.userId!.trim());
+    const userKey = userKeyOf(row.userId!);
+    // handleEvents runs inside the worker's store, which holds the environment's lock (erasure.ts ErasureGuard).
     await inPersonLock(db, row.environmentId, userKey, async (tx) => {
       // The stored row's received time is the first acceptance's, whichever delivery this is.
       const receivedAt = await claimEvent(tx, { ...row, userId: row.userId! }, userKey);
@@ -124,7 +126,7 @@ export function createJourneyEngine(deps: JourneyEngineDeps): JourneyEngine {
           await enter(tx, journey, userKey, runs, { key: `e:${toPgText(row.messageId)}`, at: receivedAt, messageId: row.messageId });
         }
       }
-    });
+    }, { environmentHeld: true });
   }
 
   async function handleEvents(rows: readonly EventRow[]): Promise<(Error | null)[]> {
@@ -140,7 +142,7 @@ export function createJourneyEngine(deps: JourneyEngineDeps): JourneyEngine {
     for (const c of candidates) {
       const uses = journeys.filter((j) => j.environmentId === c.row.environmentId && j.eventNames.has(c.row.event));
       if (!uses.length) continue;
-      const person = `${c.row.environmentId}\0${c.row.userId!.trim()}`;
+      const person = `${c.row.environmentId}\0${userKeyOf(c.row.userId!)}`;
       const list = byPerson.get(person) ?? byPerson.set(person, []).get(person)!;
       list.push({ ...c, journeys: uses });
     }
@@ -165,9 +167,9 @@ export function createJourneyEngine(deps: JourneyEngineDeps): JourneyEngine {
       (j) => j.publishedAt <= job.createdAt && (j.entryTrait === '*' || changed.includes(j.entryTrait!)),
     );
     if (!journeys.length) return;
-    const userKey = toPgText(payload.userId.trim());
+    const userKey = userKeyOf(payload.userId);
     await inPersonLock(db, job.environmentId, userKey, async (tx) => {
-      // Under the lock an erasure takes too: a change made before the person was erased starts nothing.
+      // Under the environment's lock, which an erasure takes exclusively: a change made before the person was erased starts nothing.
       if (await droppedChange(tx, job.environmentId, userKey, job.createdAt)) return;
       const ids = journeys.map((j) => j.id);
       const runs = await lockRuns(tx, job.environmentId, userKey, ids);

@@ -5,10 +5,12 @@ import { userInfo } from 'node:os';
 import { poolOf } from '../../common/db.ts';
 import { forgetLiveCalls } from '../../common/live-keys.ts';
 import { withTimeout } from '../../common/with-timeout.ts';
-import { operatorName, userHashOf } from '../../common/domain/privacy.ts';
+import { operatorName } from '../../common/domain/privacy.ts';
 import { forgetUser } from '../../common/store/erasure.ts';
+import { userHashOf } from '../../common/store/person.ts';
 import { exportEnvironment, exportPerson } from '../../common/store/person-export.ts';
-import { listAudit, listSuppressed, setSuppressed } from '../../common/store/suppression.ts';
+import { auditHashHex, listAudit, readAuditSecret } from '../../common/store/privacy-audit.ts';
+import { listSuppressed, setSuppressed } from '../../common/store/suppression.ts';
 import { readArgs } from '../args.ts';
 import { findEnvironment, OperatorError, STREAMED, type OperatorDeps } from '../operator.ts';
 import type { OperatorName } from '../usage.ts';
@@ -33,7 +35,8 @@ async function person(deps: OperatorDeps, argv: string[], command: OperatorName)
 export async function usersForget(deps: OperatorDeps, argv: string[]) {
   const { env, userId, values, operator } = await person(deps, argv, 'users forget');
   const suppress = values.suppress === 'true';
-  const summary = await forgetUser(poolOf(deps.db), { environmentId: env.id, userId, suppress, operator });
+  const pool = poolOf(deps.db);
+  const summary = await forgetUser(pool, { environmentId: env.id, userId, suppress, operator, auditSecret: await readAuditSecret(pool) });
   const liveViewEntries = await forgetLive(deps, env.id, [userId.trim(), ...summary.joinedUserIds]);
   // Workers and Identify read the tombstone (and the suppression) from PostgreSQL; the gateways' sets only spare the queue.
   if (suppress) await deps.invalidateSuppressions({ done: `user erased and suppressed`, stale: 'queue its calls (dropped by the workers)' });
@@ -59,33 +62,36 @@ async function forgetLive(deps: OperatorDeps, environmentId: string, userIds: st
 /** users suppress <org-slug> <user-id> [--env] [--by] */
 export async function usersSuppress(deps: OperatorDeps, argv: string[]) {
   const { env, userId, operator } = await person(deps, argv, 'users suppress');
-  const userHash = userHashOf(userId);
-  const { at, changed } = await setSuppressed(deps.db, env.id, userHash, true, operator);
+  const audit = { secret: await readAuditSecret(poolOf(deps.db)), userHash: userHashOf(userId) };
+  const { at, changed } = await setSuppressed(deps.db, env.id, audit, true, operator);
   await deps.invalidateSuppressions({ done: 'user suppressed', stale: 'accept its calls (Track events are dropped by the workers)' });
-  return { environment: env.pathValue, userHash: userHash.toString('hex'), suppressedAt: at, changed };
+  return { environment: env.pathValue, userHash: auditHashHex(audit.secret, audit.userHash), suppressedAt: at, changed };
 }
 
 /** users unsuppress <org-slug> <user-id> [--env] [--by] */
 export async function usersUnsuppress(deps: OperatorDeps, argv: string[]) {
   const { env, userId, operator } = await person(deps, argv, 'users unsuppress');
-  const userHash = userHashOf(userId);
-  const { changed } = await setSuppressed(deps.db, env.id, userHash, false, operator);
+  const audit = { secret: await readAuditSecret(poolOf(deps.db)), userHash: userHashOf(userId) };
+  const { changed } = await setSuppressed(deps.db, env.id, audit, false, operator);
   await deps.invalidateSuppressions({ done: 'suppression lifted', stale: 'drop its calls' });
-  return { environment: env.pathValue, userHash: userHash.toString('hex'), changed };
+  return { environment: env.pathValue, userHash: auditHashHex(audit.secret, audit.userHash), changed };
 }
 
 /** users suppressed <org-slug> [--env] */
 export async function usersSuppressed(deps: OperatorDeps, argv: string[]) {
   const { positionals, values } = readArgs(argv, 'users suppressed');
   const { env } = await findEnvironment(deps.db, positionals[0], values.env);
-  return listSuppressed(deps.db, env.id);
+  return listSuppressed(deps.db, env.id, await readAuditSecret(poolOf(deps.db)));
 }
 
-/** users audit <org-slug> [--env] */
+/** users audit <org-slug> [--env] [--user]: --user keeps the records of that user ID (an operator holds the secret its hash is keyed with). */
 export async function usersAudit(deps: OperatorDeps, argv: string[]) {
   const { positionals, values } = readArgs(argv, 'users audit');
   const { env } = await findEnvironment(deps.db, positionals[0], values.env);
-  return listAudit(deps.db, env.id);
+  const entries = await listAudit(deps.db, env);
+  if (values.user === undefined) return entries;
+  const hash = auditHashHex(await readAuditSecret(poolOf(deps.db)), userHashOf(values.user));
+  return entries.filter((e) => e.userHash === hash);
 }
 
 /** users export <org-slug> <user-id> [--env]: one JSON document, written as it is read. */
@@ -95,6 +101,7 @@ export async function usersExport(deps: OperatorDeps, argv: string[]) {
   if (!userId.trim()) throw usageError('the user ID is empty');
   const env = await exportEnvironment(poolOf(deps.db), orgSlug, values.env);
   if (typeof env === 'string') throw new OperatorError(env);
-  await exportPerson(poolOf(deps.db), env.id, userId, deps.out ?? process.stdout);
+  const pool = poolOf(deps.db);
+  await exportPerson(pool, env.id, userId, await readAuditSecret(pool), deps.out ?? process.stdout);
   return STREAMED;
 }

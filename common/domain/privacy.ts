@@ -1,16 +1,19 @@
-// The rules of the privacy operations (intake users …), pure. A person is named by the user
-// ID's key, the SHA-256 of the trimmed ID as profile_users stores it (identity-hash.ts), so a
-// tombstone, a suppression and an audit record hold no raw ID, and an operator who is given
-// the ID again can find its records by hashing it.
-import { hashStored, identityHash } from './identity-hash.ts';
+// The rules of the privacy operations (intake users …), pure. A tombstone and a suppression
+// name the person by the user's key (the SHA-256 of the trimmed ID as profile_users stores it:
+// common/store/person.ts), which every write path must match; an audit record, which outlives
+// everything else, by a keyed hash of that key (auditUserHash), so that a candidate user ID
+// alone cannot confirm it.
+import { createHmac } from 'node:crypto';
 
-/** The key of a user ID as a caller sent it (trimmed, as Identify stores it). */
-export function userHashOf(userId: string): Buffer<ArrayBuffer> {
-  return identityHash(userId.trim());
+/**
+ * The user hash an audit record and every `intake users` output carry: HMAC-SHA256 of the
+ * user's key with the deployment's secret (deployment_secrets, made by a migration). An operator
+ * with the command finds a person's records again; a reader of the records with a candidate ID
+ * but without the secret cannot.
+ */
+export function auditUserHash(secret: Buffer, userHash: Buffer): Buffer {
+  return createHmac('sha256', secret).update(userHash).digest();
 }
-
-/** The key of a user ID already in its stored form (trimmed, pg-text escaped). */
-export const userHashOfStored = (userKey: string): Buffer<ArrayBuffer> => hashStored(userKey);
 
 /** identify_messages.user_key: the first 64 bits of the user's key, signed, as decimal text. */
 export function userKeyBits(userHash: Buffer): string {
@@ -41,16 +44,17 @@ export function dropReason(state: PrivacyState | undefined, receivedAt: number):
 }
 
 /**
- * The consent decisions an erasure removes: those of the erased profiles' addresses that no
- * other profile of the environment claimed. A decision is about an address; when someone
- * else also gave that address, it is their decision as well, and the proof of it stays.
+ * The consent decisions an erasure removes: those of the erased profile's addresses that no
+ * other profile of the environment holds now (its latest claim of that channel). A decision is
+ * about an address; when someone else gives that address, it is their decision as well, and the
+ * proof of it stays; an address another profile gave once and replaced is no longer theirs.
  */
 export function decisionsToRemove(
   erased: readonly { channel: string; value: string }[],
-  claimedElsewhere: readonly { channel: string; value: string }[],
+  heldElsewhere: readonly { channel: string; value: string }[],
 ): { channel: string; value: string }[] {
   const key = (a: { channel: string; value: string }) => `${a.channel}\0${a.value}`;
-  const kept = new Set(claimedElsewhere.map(key));
+  const kept = new Set(heldElsewhere.map(key));
   const out = new Map<string, { channel: string; value: string }>();
   for (const a of erased) if (a.value !== '' && !kept.has(key(a))) out.set(key(a), { channel: a.channel, value: a.value });
   return [...out.values()];

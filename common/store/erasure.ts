@@ -1,46 +1,64 @@
 // Erasing a person (intake users forget) and the guard that keeps queued events of an erased
 // person out of the events table.
 //
-// Why nothing comes back. The erasure runs in one transaction that first takes, exclusively,
-// the environment's erasure lock, then the locks Identify's batches (identify-batch.ts) and
-// the journey engine (journey-runs.ts: inPersonLock) take for each user ID of the person, and
-// only then writes the tombstone (privacy_users.erased_at, PostgreSQL's clock) and deletes.
-// - A worker stores a batch while holding that environment lock shared (ErasureGuard below),
-//   and reads the tombstones after taking it. So a batch either committed before the erasure
-//   took the lock (and the erasure deletes its rows), or reads the tombstone and drops the
-//   events received up to its time.
-// - An Identify batch reads the tombstones under its user locks: committed before (the
-//   erasure removes it) or dropped.
-// - The journey engine starts a run of a profile change under the person's lock, and checks
-//   the tombstone there; a run from an event needs the stored event, which is gone.
+// Why nothing comes back. The erasure runs in one transaction that takes its locks in
+// person.ts's order before it reads what to remove: the environment's lock exclusively, the
+// erased user ID's lock and its profile's joinable email's, the profile row, then the consent
+// locks of its addresses.
+// Only then does it read who the person is (every user ID joined to the profile), write the
+// tombstones (privacy_users.erased_at, PostgreSQL's clock) and delete.
+// - A worker stores a batch, and the journey engine changes a person's runs, while holding that
+//   environment lock shared, and read the tombstones after taking it: a batch either committed
+//   before the erasure took the lock (and the erasure deletes its rows), or reads the tombstone
+//   and drops the events received up to its time.
+// - An Identify batch locks every profile it writes, so no user ID joins the person's profile
+//   while it is erased: a call that would have joined it finds it gone once the erasure commits
+//   and reads the tombstones again (identify-batch.ts retries a changed snapshot). The erased
+//   user ID's own lock keeps its first profile from appearing beside the erasure.
+// The erasure holds a fixed number of locks however many user IDs the person has.
 import type pg from 'pg';
-import { withQueryTimeout } from '../db.ts';
+import { isWriteConflict, retrying, withQueryTimeout } from '../db.ts';
 import { hashStored } from '../domain/identity-hash.ts';
 import { hasId } from '../domain/ids.ts';
-import { fromPgText, toPgText } from '../domain/pg-text.ts';
-import { decisionsToRemove, dropReason, userHashOf, userKeyBits, type DropReason } from '../domain/privacy.ts';
+import { fromPgText } from '../domain/pg-text.ts';
+import { decisionsToRemove, dropReason, userKeyBits, type DropReason } from '../domain/privacy.ts';
+import { CONSENT_PURPOSES } from '../validation/identify.ts';
 import type { EventRow } from './events.ts';
-import { advisoryKey, userLockKey } from './identify-write.ts';
-import { addDropped, AUDIT_SQL, auditValues, privacyStates, type PrivacyRow, PRIVACY_OF_USERS_SQL } from './suppression.ts';
+import {
+  consentLock,
+  emailLock,
+  environmentLock,
+  LOCK_SHARED_SQL,
+  LOCK_SQL,
+  lockParam,
+  sortedLocks,
+  userHashOf,
+  userHashOfKey,
+  userKeyOf,
+  userLock,
+} from './person.ts';
+import { AUDIT_SQL, auditHashHex, auditValues } from './privacy-audit.ts';
+import { addDropped, privacyStates, type PrivacyRow, PRIVACY_OF_USERS_SQL } from './suppression.ts';
 import { Pipeline } from '../pipeline.ts';
-
-/** The lock an erasure holds exclusively and a worker's store holds shared, per environment. */
-export function erasureLockKey(environmentId: string): bigint {
-  return advisoryKey(`erasure:${environmentId}`);
-}
 
 /** How long an erasure may take, its lock waits included (the pool's bound is for requests). */
 const ERASURE_TIMEOUT_MS = 300_000;
+
+/** Tries of an erasure that met a deadlock (a join that locked the profile it moved to first). */
+const ERASURE_ATTEMPTS = 5;
 
 export interface ForgetOptions {
   environmentId: string;
   userId: string;
   suppress: boolean;
   operator: string;
+  /** The deployment's secret of the audit's user hashes (privacy-audit.ts readAuditSecret). */
+  auditSecret: Buffer;
 }
 
 /** What `intake users forget` removed, counted per kind. */
 export interface ForgetSummary {
+  /** The audit's keyed hash of the user ID. */
   userHash: string;
   erasedAt: number;
   suppressed: boolean;
@@ -58,24 +76,8 @@ export interface ForgetSummary {
     identifyMessages: number;
     outboxEvents: number;
   };
-  /** Consent decisions of the person's addresses that another profile also claimed: kept. */
+  /** Consent decisions of the person's addresses that another profile holds now: kept. */
   consentDecisionsKept: number;
-}
-
-interface PersonRows {
-  profileId: string | null;
-  /** Stored user IDs (trimmed, pg-text) that read the profile, the erased one included. */
-  userKeys: string[];
-}
-
-async function readPerson(client: pg.PoolClient, environmentId: string, userKey: string): Promise<PersonRows> {
-  const { rows } = await longQuery(client)<{ profile_id: string; user_id: string }>(
-    `SELECT u.profile_id::text, o.user_id FROM profile_users u JOIN profile_users o ON o.profile_id = u.profile_id
-      WHERE u.environment_id = $1 AND u.user_hash = $2`,
-    [environmentId, hashStored(userKey)],
-  );
-  const keys = new Set([userKey, ...rows.map((r) => r.user_id)]);
-  return { profileId: rows[0]?.profile_id ?? null, userKeys: [...keys].sort() };
 }
 
 /** Queries on `client` bounded by ERASURE_TIMEOUT_MS on the client's side too (the pool's bound is for requests). */
@@ -83,58 +85,70 @@ function longQuery(client: pg.PoolClient) {
   return <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => client.query<R>(withQueryTimeout({ text, values }, ERASURE_TIMEOUT_MS));
 }
 
+type Query = ReturnType<typeof longQuery>;
+
 const msNow = `floor(extract(epoch FROM clock_timestamp()) * 1000)::int8`;
 
 /**
  * Removes everything held about the person in one transaction (see the top of this file for
- * why it takes its locks first). A deadlock with an Identify batch (which locks the users of
- * a joined profile in its own order) runs it again.
+ * why it takes its locks first). A deadlock runs it again, after a pause with jitter.
  */
-export async function forgetUser(pool: pg.Pool, options: ForgetOptions): Promise<ForgetSummary> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await forgetOnce(pool, options);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (attempt >= 5 || (code !== '40P01' && code !== '40001')) throw err;
-    }
+export function forgetUser(pool: pg.Pool, options: ForgetOptions): Promise<ForgetSummary> {
+  return retrying(() => forgetOnce(pool, options), ERASURE_ATTEMPTS, isWriteConflict, 50);
+}
+
+/**
+ * The profile the user key reads, locked (lock order 3), or null when it has none. A profile
+ * joined into another before the lock was granted is gone by then: the user's row points at
+ * the one it joined, which is locked next.
+ */
+async function lockProfileOf(q: Query, env: string, userKey: string): Promise<string | null> {
+  // Each turn follows one join that committed meanwhile; Identify retries a batch that raced as many.
+  for (let turn = 0; turn < 10; turn++) {
+    const { rows } = await q<{ profile_id: string }>(
+      `SELECT u.profile_id::text FROM profile_users u WHERE u.environment_id = $1 AND u.user_hash = $2`,
+      [env, userHashOfKey(userKey)],
+    );
+    if (!rows.length) return null;
+    const locked = await q('SELECT 1 FROM profiles WHERE id = $1 FOR UPDATE', [rows[0].profile_id]);
+    if (locked.rowCount) return rows[0].profile_id;
   }
+  throw new Error('the profile kept being joined into another while the erasure locked it: run the command again');
 }
 
 async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<ForgetSummary> {
   const { environmentId: env, userId } = options;
-  const userKey = toPgText(userId.trim());
-  const userHash = userHashOf(userId);
+  const userKey = userKeyOf(userId);
   const client = await pool.connect();
-  // The pool's client-side bound is for requests; an erasure's statements get its own.
   const q = longQuery(client);
   try {
     await q(`BEGIN; SET LOCAL statement_timeout = ${ERASURE_TIMEOUT_MS}; SET LOCAL lock_timeout = ${ERASURE_TIMEOUT_MS}`);
-    let person = await readPerson(client, env, userKey);
-    // The environment's lock first (queued events wait for it), then each user's, in key order.
-    await q('SELECT pg_advisory_xact_lock($1)', [erasureLockKey(env).toString()]);
-    for (;;) {
-      await lockUsers(client, env, person.userKeys);
-      const again = await readPerson(client, env, userKey);
-      if (again.userKeys.every((k) => person.userKeys.includes(k)) && again.profileId === person.profileId) break;
-      // Joined meanwhile: lock the new user IDs too (more locks in the same transaction are safe).
-      person = { profileId: again.profileId, userKeys: [...new Set([...person.userKeys, ...again.userKeys])].sort() };
-    }
-    const hashes = person.userKeys.map(hashStored);
+    await q(LOCK_SQL, [lockParam([environmentLock(env)])]);
+    // The profile's joinable email too: calls that would join it then queue behind the erasure
+    // here rather than ahead of it at the profile's row. The row lock alone keeps the result
+    // right should the email change meanwhile.
+    const { rows: joined } = await q<{ email: string | null }>(
+      `SELECT p.email FROM profile_users u JOIN profiles p ON p.id = u.profile_id WHERE u.environment_id = $1 AND u.user_hash = $2`,
+      [env, userHashOfKey(userKey)],
+    );
+    const email = joined[0]?.email ?? null;
+    await q(LOCK_SQL, [lockParam(sortedLocks([userLock(env, userKey), ...(email === null ? [] : [emailLock(env, email)])]))]);
+    const p = await lockProfileOf(q, env, userKey);
+    // Under the profile's lock nobody joins it or leaves it: these are all its user IDs.
+    const members = p === null ? [] : (await q<{ user_id: string }>('SELECT user_id FROM profile_users WHERE profile_id = $1', [p])).rows.map((r) => r.user_id);
+    const userKeys = [...new Set([userKey, ...members])].sort();
+    const hashes = userKeys.map(userHashOfKey);
     const { rows: clock } = await q<{ now: string }>(`SELECT ${msNow}::text AS now`);
     const erasedAt = Number(clock[0].now);
-    const p = person.profileId;
     const count = async (text: string, values: unknown[]) => (await q(text, values)).rowCount ?? 0;
 
-    // Events are matched by the user ID as stored (not trimmed): the trimmed IDs and the ID as given.
-    const eventUserIds = [...new Set([...person.userKeys, toPgText(userId)])];
-    const events = await count('DELETE FROM events WHERE environment_id = $1 AND user_id = ANY($2::text[])', [env, eventUserIds]);
+    const events = await forgetEvents(q, env, userKeys);
     const runIds = `SELECT id FROM journey_runs WHERE environment_id = $1 AND user_hash = ANY($2::bytea[])`;
     const journeyMessages = await count(`DELETE FROM journey_messages WHERE run_id IN (${runIds})`, [env, hashes]);
     const journeyRuns = await count('DELETE FROM journey_runs WHERE environment_id = $1 AND user_hash = ANY($2::bytea[])', [env, hashes]);
     const identifyMessages =
       (await count('DELETE FROM identify_messages WHERE environment_id = $1 AND user_key = ANY($2::int8[])', [env, hashes.map(userKeyBits)])) +
-      (await count('DELETE FROM identify_messages_legacy WHERE environment_id = $1 AND user_id = ANY($2::text[])', [env, eventUserIds]));
+      (await count('DELETE FROM identify_messages_legacy WHERE environment_id = $1 AND user_id = ANY($2::text[])', [env, userKeys]));
 
     let profiles = 0;
     let traits = 0;
@@ -144,24 +158,10 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
     let consentDecisionsKept = 0;
     let outboxEvents = 0;
     if (p !== null) {
-      const { rows: claims } = await q<{ channel: string; value: string }>('SELECT DISTINCT channel, value FROM address_claims WHERE profile_id = $1', [p]);
-      const { rows: elsewhere } = await q<{ channel: string; value: string }>(
-        // One probe of the address index per value (a hash index answers `=`, not `= ANY`).
-        `SELECT DISTINCT c.channel, c.value FROM unnest($1::text[]) AS v JOIN address_claims c ON c.value = v JOIN profiles o ON o.id = c.profile_id
-          WHERE c.profile_id <> $2 AND o.environment_id = $3`,
-        [claims.map((c) => c.value), p, env],
-      );
-      const removable = decisionsToRemove(claims, elsewhere);
-      const kept = claims.length - removable.length;
-      consentDecisions = await count(
-        `DELETE FROM consent_decisions d USING unnest($2::text[], $3::bytea[]) AS a(channel, hash)
-          WHERE d.environment_id = $1 AND d.channel = a.channel AND d.address_hash = a.hash`,
-        [env, removable.map((a) => a.channel), removable.map((a) => hashStored(a.value))],
-      );
-      consentDecisionsKept = kept > 0 ? await keptDecisions(client, env, claims, removable) : 0;
+      ({ removed: consentDecisions, kept: consentDecisionsKept } = await forgetDecisions(q, env, p));
       addressClaims = await count('DELETE FROM address_claims WHERE profile_id = $1', [p]);
       // The outbox holds no user column: its payload names the profile and the user ID.
-      const needles = [`"profileId":${JSON.stringify(p)}`, ...person.userKeys.map((k) => `"userId":${JSON.stringify(fromPgText(k))}`)];
+      const needles = [`"profileId":${JSON.stringify(p)}`, ...userKeys.map((k) => `"userId":${JSON.stringify(fromPgText(k))}`)];
       outboxEvents = await count(
         `DELETE FROM outbox_events WHERE environment_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) AS n WHERE strpos(payload, n) > 0)`,
         [env, needles],
@@ -184,10 +184,11 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
          SET erased_at = EXCLUDED.erased_at, suppressed_at = coalesce(privacy_users.suppressed_at, EXCLUDED.suppressed_at)`,
       [env, hashes, erasedAt, options.suppress],
     );
-    await q(AUDIT_SQL, auditValues(env, userHash, 'forget', { ...removed, consentDecisionsKept }, options.operator));
+    const audit = { secret: options.auditSecret, userHash: userHashOf(userId) };
+    await q(AUDIT_SQL, auditValues(env, audit, 'forget', { ...removed, consentDecisionsKept }, options.operator));
     await q('COMMIT');
-    const joinedUserIds = person.userKeys.filter((k) => k !== userKey).map(fromPgText);
-    return { userHash: userHash.toString('hex'), erasedAt, suppressed: options.suppress, joinedUserIds, removed, consentDecisionsKept };
+    const joinedUserIds = userKeys.filter((k) => k !== userKey).map(fromPgText);
+    return { userHash: auditHashHex(audit.secret, audit.userHash), erasedAt, suppressed: options.suppress, joinedUserIds, removed, consentDecisionsKept };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
     throw err;
@@ -196,31 +197,59 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
   }
 }
 
-/** How many decisions of the kept addresses exist (reported, so the operator knows some proof stays). */
-async function keptDecisions(
-  client: pg.PoolClient,
-  env: string,
-  claims: { channel: string; value: string }[],
-  removable: { channel: string; value: string }[],
-) {
-  const gone = new Set(removable.map((a) => `${a.channel}\0${a.value}`));
-  const kept = claims.filter((c) => !gone.has(`${c.channel}\0${c.value}`));
-  const { rows } = await longQuery(client)<{ n: number }>(
-    `SELECT count(*)::int AS n FROM consent_decisions d JOIN unnest($2::text[], $3::bytea[]) AS a(channel, hash)
-       ON d.environment_id = $1 AND d.channel = a.channel AND d.address_hash = a.hash`,
-    [env, kept.map((a) => a.channel), kept.map((a) => hashStored(a.value))],
+/**
+ * The person's stored events, in every spelling of a user ID that trims to one of theirs
+ * (events.ts keeps the ID as sent, with the trimmed key beside a padded one), with their
+ * messageId identities: a resend after the erasure is new data, as it is for Identify.
+ */
+async function forgetEvents(q: Query, env: string, userKeys: string[]): Promise<number> {
+  const { rows } = await q<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM events WHERE environment_id = $1 AND (user_id = ANY($2::text[]) OR user_key = ANY($2::text[]))
+       RETURNING message_hash, received_at),
+     identities AS (
+       DELETE FROM event_ids i USING gone WHERE i.environment_id = $1 AND i.message_hash = gone.message_hash AND i.received_at = gone.received_at)
+     SELECT count(*)::int AS n FROM gone`,
+    [env, userKeys],
   );
   return rows[0].n;
 }
 
-/** The locks of Identify's batches and of the journey engine, for each user ID, each kind in key order. */
-async function lockUsers(client: pg.PoolClient, env: string, userKeys: string[]) {
-  const identify = userKeys.map((k) => userLockKey(env, k)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const q = longQuery(client);
-  await q('SELECT pg_advisory_xact_lock(k) FROM unnest($1::int8[]) AS k', [identify.map(String)]);
-  await q(`SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k ORDER BY hashtextextended(k, 0)`, [
-    userKeys.map((k) => `journey:${env}:${k}`),
+/**
+ * Removes the consent decisions of the profile's addresses that no other profile holds now, under
+ * their consent locks (lock order 4): an Identify deciding on one of them waits, then decides anew.
+ */
+async function forgetDecisions(q: Query, env: string, profileId: string): Promise<{ removed: number; kept: number }> {
+  const { rows: claims } = await q<{ channel: string; value: string }>('SELECT DISTINCT channel, value FROM address_claims WHERE profile_id = $1', [
+    profileId,
   ]);
+  const addresses = claims.filter((c) => c.value !== '');
+  const locks = addresses.flatMap((a) => CONSENT_PURPOSES.map((purpose) => consentLock(env, a.channel, purpose, fromPgText(a.value))));
+  await q(LOCK_SQL, [lockParam(sortedLocks(locks))]);
+  const { rows: heldElsewhere } = await q<{ channel: string; value: string }>(
+    // One probe of the address index per value (a hash index answers `=`, not `= ANY`); a claim
+    // counts when it is its profile's latest of that channel (as addressAsOf reads "now").
+    `SELECT DISTINCT c.channel, c.value FROM unnest($1::text[]) AS v JOIN address_claims c ON c.value = v JOIN profiles o ON o.id = c.profile_id
+      WHERE c.profile_id <> $2 AND o.environment_id = $3
+        AND NOT EXISTS (SELECT 1 FROM address_claims l WHERE l.profile_id = c.profile_id AND l.channel = c.channel AND (l.at, l.id) > (c.at, c.id))`,
+    [addresses.map((c) => c.value), profileId, env],
+  );
+  const removable = decisionsToRemove(addresses, heldElsewhere);
+  const byAddress = (list: { channel: string; value: string }[]) => [env, list.map((a) => a.channel), list.map((a) => hashStored(a.value))];
+  const { rowCount } = await q(
+    `DELETE FROM consent_decisions d USING unnest($2::text[], $3::bytea[]) AS a(channel, hash)
+      WHERE d.environment_id = $1 AND d.channel = a.channel AND d.address_hash = a.hash`,
+    byAddress(removable),
+  );
+  const gone = new Set(removable.map((a) => `${a.channel}\0${a.value}`));
+  const kept = addresses.filter((a) => !gone.has(`${a.channel}\0${a.value}`));
+  if (!kept.length) return { removed: rowCount ?? 0, kept: 0 };
+  const { rows } = await q<{ n: number }>(
+    `SELECT count(*)::int AS n FROM consent_decisions d JOIN unnest($2::text[], $3::bytea[]) AS a(channel, hash)
+       ON d.environment_id = $1 AND d.channel = a.channel AND d.address_hash = a.hash`,
+    byAddress(kept),
+  );
+  return { removed: rowCount ?? 0, kept: rows[0].n };
 }
 
 // ---- the worker's guard --------------------------------------------------------------------
@@ -270,7 +299,7 @@ export function createErasureGuard(pool: pg.Pool, slots: number): ErasureGuard {
 
 async function withErasureGuard<T>(pool: pg.Pool, rows: readonly EventRow[], work: (guarded: GuardedRows) => Promise<T>): Promise<T> {
   const envs = [...new Set(rows.map((r) => r.environmentId))];
-  const keys = envs.map(erasureLockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const keys = sortedLocks(envs.map(environmentLock));
   const users = new Map<string, { env: string; hash: string }>();
   const hashOf = rows.map((r) => {
     if (!hasId(r.userId)) return null;
@@ -285,7 +314,7 @@ async function withErasureGuard<T>(pool: pg.Pool, rows: readonly EventRow[], wor
   try {
     const pipe = new Pipeline(client);
     pipe.query({ text: 'BEGIN' });
-    pipe.query({ text: 'SELECT pg_advisory_xact_lock_shared(k) FROM unnest($1::int8[]) AS k', values: [keys.map(String)] });
+    pipe.query({ name: 'erasure-guard-lock', text: LOCK_SHARED_SQL, values: [lockParam(keys)] });
     const list = [...users.values()];
     const read = pipe.query<PrivacyRow>({ name: 'erasure-guard', text: PRIVACY_OF_USERS_SQL, values: [list.map((u) => u.env), list.map((u) => u.hash)] });
     await pipe.done();

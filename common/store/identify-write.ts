@@ -2,13 +2,12 @@
 // and what it returns. The driver (identify-batch.ts) sends them; the rules run between them
 // (identify-plan.ts). Each round trip is statements sent back to back (pipeline.ts).
 // Every transaction takes its locks in one order (advisory keys, messageIds, profile ids,
-// consent keys, each sorted), so batches of two gateways over the same users wait for each
-// other and never deadlock. The statements are named (prepared once per connection) and the
+// consent keys, each sorted: person.ts), so batches of two gateways over the same users wait
+// for each other and never deadlock. The statements are named (prepared once per connection) and the
 // transaction asks for their generic plan (plan_cache_mode): left to choose, PostgreSQL planned
 // these CTEs anew for every batch, a quarter of its CPU on Identify. So each is written to use
 // its indexes whatever its arrays hold (`= ANY($n)` rather than a join with unnest, which a
 // generic plan may hash).
-import { hash } from 'node:crypto';
 import type pg from 'pg';
 import { QUERY_TIMEOUT_MS, queryTimeoutFor } from '../db.ts';
 import { callDigest } from '../domain/call-digest.ts';
@@ -17,34 +16,21 @@ import { hashStored, storedHashHex as hex } from '../domain/identity-hash.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
 import { userKeyBits } from '../domain/privacy.ts';
 import { Pipeline } from '../pipeline.ts';
+import { consentLock, emailLock, LOCK_SQL, lockParam, sortedLocks, userLock } from './person.ts';
 import { consentRef, messageRef, SnapshotChanged, userRef, type IdentifyCall, type Plan, type Snapshot, type StoredProfile } from './identify-plan.ts';
 import type { CachedSnapshot } from './profile-cache.ts';
 import { CallsDropped, droppedCalls, PRIVACY_OF_USERS, PRIVACY_OF_USERS_SQL, type PrivacyRow } from './suppression.ts';
 
 // ---- keys and shared statement parts ----------------------------------------------------
 
-/** A 64-bit advisory lock key (SHA-256 prefix, signed). */
-export function advisoryKey(text: string): bigint {
-  return hash('sha256', text, 'buffer').readBigInt64BE(0);
-}
-
-/** The advisory lock an Identify batch holds on a user (an erasure takes it too: erasure.ts). */
-export function userLockKey(envId: string, userKey: string): bigint {
-  return advisoryKey(`user:${userRef({ envId, userKey })}`);
-}
-
-function sortedKeys(keys: Iterable<bigint>): bigint[] {
-  return [...new Set(keys)].sort(compare);
-}
-
-/** Every user of the batch, and every joinable email of a joining organization. */
+/** Every user of the batch, and every joinable email of a joining organization (person.ts, lock order 2). */
 function lockKeys(calls: IdentifyCall[]): bigint[] {
   const keys: bigint[] = [];
   for (const c of calls) {
-    keys.push(userLockKey(c.envId, c.userKey));
-    if (c.joinEmail) keys.push(advisoryKey(`email:${c.envId}:${c.joinEmail}`));
+    keys.push(userLock(c.envId, c.userKey));
+    if (c.joinEmail) keys.push(emailLock(c.envId, c.joinEmail));
   }
-  return sortedKeys(keys);
+  return sortedLocks(keys);
 }
 
 interface MessageClaim {
@@ -230,11 +216,9 @@ export async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[])
   const pipe = new Pipeline(client);
   // The statement reads back the batch's profiles, large when its traits are.
   const claimMs = queryTimeoutFor(sum(claims.map((m) => m.call.input.traitsText.length)));
-  // Locks every user's (an erasure takes it too) and joining email's advisory key, sorted; returns nothing.
-  pipe.query({
-    text: `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; ${largeStatementBound(claimMs)}
-      SELECT pg_advisory_xact_lock(k) FROM unnest('{${lockKeys(calls).join(',')}}'::int8[]) AS k`,
-  });
+  pipe.query({ text: `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; ${largeStatementBound(claimMs)}` });
+  // Locks every user's (an erasure takes the erased user's too) and joining email's advisory key, sorted; returns nothing.
+  pipe.query({ name: 'identify-lock', text: LOCK_SQL, values: [lockParam(lockKeys(calls))] });
   const claim = pipe.query<ClaimRow>(
     {
       name: `identify-claim-${withClaims}`,
@@ -314,10 +298,7 @@ export async function lockDecisions(client: pg.PoolClient, plan: Plan): Promise<
   const keys = [...plan.consentKeys.values()];
   const pipe = new Pipeline(client);
   // Locks each consent key's advisory key, sorted; returns nothing.
-  pipe.query({
-    text: 'SELECT pg_advisory_xact_lock(k) FROM unnest($1::int8[]) AS k',
-    values: [sortedKeys(keys.map((k) => advisoryKey(`consent:${consentRef(k.envId, k.channel, k.purpose, k.address)}`))).map(String)],
-  });
+  pipe.query({ name: 'identify-lock', text: LOCK_SQL, values: [lockParam(sortedLocks(keys.map((k) => consentLock(k.envId, k.channel, k.purpose, k.address))))] });
   const read = pipe.query<DecisionDbRow>({
     text: DECISIONS_SQL,
     values: [keys.map((k) => k.envId), keys.map((k) => k.channel), keys.map((k) => k.purpose), keys.map((k) => hex(toPgText(k.address)))],

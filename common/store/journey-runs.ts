@@ -1,7 +1,8 @@
 // Journey runs in PostgreSQL. Everything that changes a person's runs happens in one
-// transaction holding that person's advisory lock, taken before any row lock, so events,
-// timers and profile changes for one person apply one at a time on any number of workers.
+// transaction holding that person's journey lock (person.ts), taken before any row lock, so
+// events, timers and profile changes for one person apply one at a time on any number of workers.
 import type { Db, Tx } from '../db.ts';
+import { environmentLock, journeyLock, LOCK_SHARED_SQL, LOCK_SQL, lockParam } from './person.ts';
 
 import type { RunEvent, RunState, RunStatus } from '../domain/journey-run.ts';
 import { hashStored, identityHash } from '../domain/identity-hash.ts';
@@ -54,11 +55,24 @@ function toRun(r: RunRow): StoredRun {
   };
 }
 
-/** A transaction holding the person's lock (the trimmed, escaped userId of one environment). */
-export function inPersonLock<T>(db: Db, environmentId: string, userKey: string, work: (tx: Tx) => Promise<T>): Promise<T> {
+/**
+ * A transaction holding the person's journey lock (the trimmed, escaped userId of one
+ * environment), after the environment's lock shared (person.ts: an erasure waits for it, and
+ * this for an erasure). `environmentHeld`: the caller's transaction holds that already (the
+ * worker's store, erasure.ts ErasureGuard); taking it again here, on another connection, would
+ * queue behind an erasure waiting for the caller.
+ */
+export function inPersonLock<T>(
+  db: Db,
+  environmentId: string,
+  userKey: string,
+  work: (tx: Tx) => Promise<T>,
+  { environmentHeld = false }: { environmentHeld?: boolean } = {},
+): Promise<T> {
   return db.$transaction(
     async (tx) => {
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`journey:${environmentId}:${userKey}`}, 0))`;
+      if (!environmentHeld) await tx.$executeRawUnsafe(LOCK_SHARED_SQL, lockParam([environmentLock(environmentId)]));
+      await tx.$executeRawUnsafe(LOCK_SQL, lockParam([journeyLock(environmentId, userKey)]));
       return work(tx);
     },
     { maxWait: 10_000, timeout: 30_000 },

@@ -8,8 +8,9 @@ import type pg from 'pg';
 import { withQueryTimeout } from '../db.ts';
 import { hashStored } from '../domain/identity-hash.ts';
 import { stringifyJson } from '../domain/json-text.ts';
-import { fromPgText, toPgText } from '../domain/pg-text.ts';
-import { userHashOf } from '../domain/privacy.ts';
+import { fromPgText } from '../domain/pg-text.ts';
+import { userHashOf, userHashOfKey, userKeyOf } from './person.ts';
+import { auditHashHex } from './privacy-audit.ts';
 
 /** The bound of each of the export's statements, on both sides (statement_timeout is lifted for its transaction). */
 const EXPORT_TIMEOUT_MS = 3_600_000;
@@ -69,8 +70,9 @@ export async function exportEnvironment(pool: pg.Pool, orgSlug: string, pathValu
   return { id: rows[0].id, pathValue: rows[0].path_value! };
 }
 
-export async function exportPerson(pool: pg.Pool, environmentId: string, userId: string, out: Out): Promise<void> {
-  const userKey = toPgText(userId.trim());
+/** `auditSecret`: the document's userHash is the audit's keyed hash (privacy-audit.ts), so its records can be matched. */
+export async function exportPerson(pool: pg.Pool, environmentId: string, userId: string, auditSecret: Buffer, out: Out): Promise<void> {
+  const userKey = userKeyOf(userId);
   const client = await pool.connect();
   // The pool's client-side bound is for requests: a large export's sort may take longer.
   const q = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => client.query<R>(withQueryTimeout({ text, values }, EXPORT_TIMEOUT_MS));
@@ -80,13 +82,13 @@ export async function exportPerson(pool: pg.Pool, environmentId: string, userId:
     const { rows: users } = await q<{ profile_id: string; user_id: string }>(
       `SELECT u.profile_id::text, o.user_id FROM profile_users u JOIN profile_users o ON o.profile_id = u.profile_id
         WHERE u.environment_id = $1 AND u.user_hash = $2 ORDER BY o.user_id`,
-      [environmentId, hashStored(userKey)],
+      [environmentId, userHashOfKey(userKey)],
     );
     const profileId = users[0]?.profile_id ?? null;
     const userKeys = [...new Set([userKey, ...users.map((u) => u.user_id)])];
-    const hashes = userKeys.map((k) => hashStored(k));
+    const hashes = userKeys.map(userHashOfKey);
 
-    await write(out, `{"userId":${stringifyJson(userId)},"userHash":${JSON.stringify(userHashOf(userId).toString('hex'))}`);
+    await write(out, `{"userId":${stringifyJson(userId)},"userHash":${JSON.stringify(auditHashHex(auditSecret, userHashOf(userId)))}`);
     await write(out, `,"userIds":${stringifyJson(users.map((u) => fromPgText(u.user_id)))}`);
 
     let profile = 'null';
@@ -145,12 +147,12 @@ export async function exportPerson(pool: pg.Pool, environmentId: string, userId:
     }));
     await write(out, `,"journeyRuns":${stringifyJson(journeyRuns)},"events":[`);
 
-    // Events carry the userId as sent (not trimmed): the person's IDs trimmed, and the ID as given.
-    const eventUserIds = [...new Set([...userKeys, toPgText(userId)])];
+    // Events carry the userId as sent: every spelling that trims to one of the person's IDs (events.ts user_key).
     await q(
       `DECLARE person_events NO SCROLL CURSOR FOR
-         SELECT received_at, status, error, payload FROM events WHERE environment_id = $1 AND user_id = ANY($2::text[]) ORDER BY received_at, id`,
-      [environmentId, eventUserIds],
+         SELECT received_at, status, error, payload FROM events
+          WHERE environment_id = $1 AND (user_id = ANY($2::text[]) OR user_key = ANY($2::text[])) ORDER BY received_at, id`,
+      [environmentId, userKeys],
     );
     let first = true;
     const collect = fullCollector();

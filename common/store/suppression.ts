@@ -3,7 +3,9 @@
 // SQL around it. Rows are keyed by the user ID's hash: no raw user ID is stored here.
 import type pg from 'pg';
 import type { Db, Tx } from '../db.ts';
-import { dropReason, userHashOfStored, type DropReason, type PrivacyState } from '../domain/privacy.ts';
+import { dropReason, type DropReason, type PrivacyState } from '../domain/privacy.ts';
+import { userHashOfKey } from './person.ts';
+import { AUDIT_SQL, auditValues, auditHashHex } from './privacy-audit.ts';
 import type { IdentifyCall } from './identify-plan.ts';
 import { storedHashHex } from '../domain/identity-hash.ts';
 
@@ -67,7 +69,7 @@ export class CallsDropped extends Error {
 export async function droppedChange(tx: Tx, environmentId: string, userKey: string, at: number): Promise<boolean> {
   const rows = await tx.$queryRaw<{ erasedAt: bigint | null; suppressedAt: bigint | null }[]>`
     SELECT erased_at AS "erasedAt", suppressed_at AS "suppressedAt" FROM privacy_users
-     WHERE environment_id = ${environmentId}::uuid AND user_hash = ${userHashOfStored(userKey)}`;
+     WHERE environment_id = ${environmentId}::uuid AND user_hash = ${userHashOfKey(userKey)}`;
   if (!rows.length) return false;
   const [r] = rows;
   return (
@@ -104,40 +106,38 @@ export async function addDropped(
   );
 }
 
-/** Audit kinds. */
-export type PrivacyAction = 'forget' | 'suppress' | 'unsuppress';
-
 /**
- * Suppresses a user from now on (PostgreSQL's clock), or lifts it; records the audit row in the
- * same transaction. Suppressing a suppressed user keeps its first time and counts. Returns the
- * time the user is suppressed since (suppress) or of the change (unsuppress), and whether
- * anything changed.
+ * Suppresses a user from now on (PostgreSQL's clock), or lifts it, with its audit record in the
+ * same transaction when something changed. Suppressing a suppressed user keeps its first time
+ * and counts. Returns the time the user is suppressed since (suppress) or of the change
+ * (unsuppress), and whether anything changed.
  */
-export async function setSuppressed(db: Db, environmentId: string, userHash: Buffer, on: boolean, operator: string): Promise<{ at: number; changed: boolean }> {
+export async function setSuppressed(
+  db: Db,
+  environmentId: string,
+  audit: { secret: Buffer; userHash: Buffer },
+  on: boolean,
+  operator: string,
+): Promise<{ at: number; changed: boolean }> {
+  const { userHash } = audit;
   return db.$transaction(async (tx) => {
     const [{ now }] = await tx.$queryRaw<{ now: bigint }[]>`SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now`;
     const at = Number(now);
-    const changed = on
-      ? await tx.$executeRaw`
+    const changed =
+      (on
+        ? await tx.$executeRaw`
           INSERT INTO privacy_users (environment_id, user_hash, suppressed_at) VALUES (${environmentId}::uuid, ${userHash}, ${at})
           ON CONFLICT (environment_id, user_hash) DO UPDATE SET suppressed_at = ${at}, dropped_identify = 0, dropped_track = 0
           WHERE privacy_users.suppressed_at IS NULL`
-      : await tx.$executeRaw`
+        : await tx.$executeRaw`
           UPDATE privacy_users SET suppressed_at = NULL, dropped_identify = 0, dropped_track = 0
-          WHERE environment_id = ${environmentId}::uuid AND user_hash = ${userHash} AND suppressed_at IS NOT NULL`;
-    await tx.$executeRawUnsafe(AUDIT_SQL, ...auditValues(environmentId, userHash, on ? 'suppress' : 'unsuppress', {}, operator));
-    if (!on) return { at, changed: changed > 0 };
+          WHERE environment_id = ${environmentId}::uuid AND user_hash = ${userHash} AND suppressed_at IS NOT NULL`) > 0;
+    if (changed) await tx.$executeRawUnsafe(AUDIT_SQL, ...auditValues(environmentId, audit, on ? 'suppress' : 'unsuppress', {}, operator));
+    if (!on) return { at, changed };
     const [row] = await tx.$queryRaw<{ since: bigint }[]>`
       SELECT suppressed_at AS since FROM privacy_users WHERE environment_id = ${environmentId}::uuid AND user_hash = ${userHash}`;
-    return { at: Number(row.since), changed: changed > 0 };
+    return { at: Number(row.since), changed };
   });
-}
-
-/** One audit row: the user's hash, never the ID (values: auditValues). */
-export const AUDIT_SQL = `INSERT INTO privacy_audit (environment_id, user_hash, action, counts, operator) VALUES ($1::uuid, $2, $3, $4, $5)`;
-
-export function auditValues(environmentId: string, userHash: Buffer, action: PrivacyAction, counts: Record<string, number>, operator: string): unknown[] {
-  return [environmentId, userHash, action, JSON.stringify(counts), operator];
 }
 
 export interface SuppressedUser {
@@ -146,30 +146,12 @@ export interface SuppressedUser {
   dropped: { identify: number; track: number };
 }
 
-export async function listSuppressed(db: Db, environmentId: string): Promise<SuppressedUser[]> {
+/** The suppressed users of an environment, each named by the audit's keyed hash (`secret`). */
+export async function listSuppressed(db: Db, environmentId: string, secret: Buffer): Promise<SuppressedUser[]> {
   const rows = await db.privacyUser.findMany({ where: { environmentId, suppressedAt: { not: null } }, orderBy: { suppressedAt: 'asc' } });
   return rows.map((r) => ({
-    userHash: Buffer.from(r.userHash).toString('hex'),
+    userHash: auditHashHex(secret, Buffer.from(r.userHash)),
     suppressedAt: Number(r.suppressedAt),
     dropped: { identify: Number(r.droppedIdentify), track: Number(r.droppedTrack) },
-  }));
-}
-
-export interface AuditEntry {
-  action: PrivacyAction;
-  userHash: string;
-  at: number;
-  operator: string;
-  counts: Record<string, number>;
-}
-
-export async function listAudit(db: Db, environmentId: string): Promise<AuditEntry[]> {
-  const rows = await db.privacyAudit.findMany({ where: { environmentId }, orderBy: { id: 'asc' } });
-  return rows.map((r) => ({
-    action: r.action as PrivacyAction,
-    userHash: Buffer.from(r.userHash).toString('hex'),
-    at: r.at.getTime(),
-    operator: r.operator,
-    counts: JSON.parse(r.counts) as Record<string, number>,
   }));
 }

@@ -55,7 +55,8 @@ export type IdentifyCheck = { ok: true; input: IdentifyInput } | { ok: false; is
 
 const CHANNELS = ['email', 'sms'] as const;
 const STATUSES = ['granted', 'withdrawn', 'unknown'] as const;
-const PURPOSES = ['marketing', 'tracking'] as const;
+/** Every purpose a consent decision may have (an erasure locks each of an address). */
+export const CONSENT_PURPOSES = ['marketing', 'tracking'] as const;
 const BASES = ['consent', 'legitimate_interest', 'contract', 'implied_transaction', 'implied_contract', 'implied_inquiry'] as const;
 const SOURCES = ['import', 'signup_form', 'api', 'manual'] as const;
 const IMPLIED_BASES: ReadonlySet<unknown> = new Set(['implied_transaction', 'implied_contract', 'implied_inquiry']);
@@ -85,7 +86,7 @@ export const IDENTIFY_MESSAGES = Object.freeze({
   expectedNumber: messagesFor('number'),
   expectedChannel: messagesFor(joinValues(CHANNELS)),
   expectedStatus: messagesFor(joinValues(STATUSES)),
-  expectedPurpose: messagesFor(joinValues(PURPOSES)),
+  expectedPurpose: messagesFor(joinValues(CONSENT_PURPOSES)),
   expectedBasis: messagesFor(joinValues(BASES)),
   expectedSource: messagesFor(joinValues(SOURCES)),
 });
@@ -240,7 +241,7 @@ function field(name: string, check: FieldCheck) {
 const DECISION_FIELDS: readonly (readonly [string, FieldCheck])[] = [
   ['channel', enumCheck(CHANNELS, true)],
   ['status', enumCheck(STATUSES, true)],
-  ['purpose', enumCheck(PURPOSES, false)],
+  ['purpose', enumCheck(CONSENT_PURPOSES, false)],
   ['basis', enumCheck(BASES, false)],
   ['source', enumCheck(SOURCES, false)],
   ['consentedAt', checkOptionalInteger],

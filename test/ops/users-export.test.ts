@@ -103,6 +103,20 @@ test.serial('the document holds the profile with its traits and their times, use
   });
 });
 
+test.serial('every spelling of a user ID that trims to the person’s is theirs: the export lists those events too', async (t) => {
+  const tenant = await newTenant(h);
+  const worker = await workerInProcess(h);
+  t.teardown(() => worker.close());
+  await identify(tenant, { userId: 'ex-2', traits: { name: 'Ex' } });
+  for (const userId of ['ex-2', ' ex-2 ', '\u00a0ex-2\t', 'ex-22'])
+    await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: trackBody({ userId, event: 'Viewed' }) });
+  await eventually(async () => (await h.db.event.count({ where: { environmentId: tenant.environmentId } })) === 4);
+  for (const asked of ['ex-2', '  ex-2']) {
+    const doc = await exported([tenant.slug, asked]);
+    t.deepEqual(doc.events.map((e: { event: { userId: string } }) => e.event.userId).sort(), [' ex-2 ', 'ex-2', '\u00a0ex-2\t'].sort(), asked);
+  }
+});
+
 test.serial('a user with 100,000 events is exported by the compiled command in under 100 MB of RSS', async (t) => {
   const tenant = await newTenant(h);
   await identify(tenant, { userId: 'bulk', traits: { name: 'Bulk' } });

@@ -1,11 +1,22 @@
 import test from 'ava';
-import { decisionsToRemove, dropReason, operatorName, userHashOf, userKeyBits } from '../../common/domain/privacy.ts';
+import { createHmac } from 'node:crypto';
+import { auditUserHash, decisionsToRemove, dropReason, operatorName, userKeyBits } from '../../common/domain/privacy.ts';
 import { identityHash } from '../../common/domain/identity-hash.ts';
+import { userHashOf } from '../../common/store/person.ts';
 
 test('a user ID is keyed trimmed, as Identify stores it (the key of profile_users)', (t) => {
   t.deepEqual(userHashOf('  alice \t'), identityHash('alice'));
   t.notDeepEqual(userHashOf('alice'), userHashOf('Alice'));
   t.is(userHashOf('x\0y').length, 32);
+});
+
+test('the audit hash is HMAC-SHA256 of the user key under the secret: another secret, another hash; the plain key is not it', (t) => {
+  const secret = Buffer.alloc(32, 7);
+  const key = userHashOf('alice');
+  t.deepEqual(auditUserHash(secret, key), createHmac('sha256', secret).update(key).digest());
+  t.notDeepEqual(auditUserHash(secret, key), key);
+  t.notDeepEqual(auditUserHash(Buffer.alloc(32, 8), key), auditUserHash(secret, key));
+  t.deepEqual(auditUserHash(secret, userHashOf(' alice ')), auditUserHash(secret, key));
 });
 
 test('the 64 key bits of identify_messages are the first 8 bytes of the key, signed', (t) => {

@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { journeyCreate, journeyPublish } from '../../cli/commands/journey.ts';
-import { usersAudit, usersForget } from '../../cli/commands/users.ts';
+import { usersAudit, usersForget, usersSuppress } from '../../cli/commands/users.ts';
 import { identityHash } from '../../common/domain/identity-hash.ts';
 import { toPgText } from '../../common/domain/pg-text.ts';
 import { poolOf } from '../../common/db.ts';
 import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
-import { userLockKey } from '../../common/store/identify-write.ts';
+import { userLock } from '../../common/store/person.ts';
 import { toIdentifyCall } from '../../common/store/identify-plan.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
 import { messageKeyOf } from '../../common/store/identify-write.ts';
@@ -149,7 +149,8 @@ test.serial('a person seeded in every table is forgotten: every table holds zero
   // The audit: who, when, how many, and no raw identifier, trait or address.
   const audit = await usersAudit(h.operator, [tenant.slug]);
   t.is(audit.length, 1);
-  t.like(audit[0], { action: 'forget', operator: 'dpo@example.com', userHash: identityHash('ada').toString('hex') });
+  t.like(audit[0], { action: 'forget', operator: 'dpo@example.com', userHash: summary.userHash, environment: tenant.slug });
+  t.not(audit[0].userHash, identityHash('ada').toString('hex'));
   t.is(audit[0].counts.events, 4);
   const stored = JSON.stringify(
     await h.db.$queryRawUnsafe(`SELECT *, encode(user_hash, 'escape') AS raw FROM privacy_audit WHERE environment_id = $1::uuid`, tenant.environmentId),
@@ -231,7 +232,7 @@ test.serial('an Identify received before the erasure but committing after it is 
   const holder = await poolOf(h.db).connect();
   t.teardown(() => holder.release());
   await holder.query('BEGIN');
-  await holder.query('SELECT pg_advisory_xact_lock($1)', [userLockKey(tenant.environmentId, userKey).toString()]);
+  await holder.query('SELECT pg_advisory_xact_lock($1)', [userLock(tenant.environmentId, userKey).toString()]);
   const pending = identify(tenant, { userId: 'held', messageId: 'held-1', traits: { a: 1 } });
   await sleep(200);
   // What an erasure that ran meanwhile leaves: a tombstone newer than the call's receipt.
@@ -295,4 +296,147 @@ test.serial('in one Identify batch, only the calls a tombstone covers are droppe
   t.deepEqual(dropped, ['b-2']);
   for (const user of ['kept-1', 'kept-2', 'gone']) t.not(await profileOf(tenant, user), null, user);
   t.is(await count(`SELECT count(*) AS n FROM identify_messages WHERE environment_id = $1::uuid`, tenant.environmentId), 3);
+});
+
+test.serial('after a plain erasure the same Track and Identify messageIds are new data: the resend is stored and applied', async (t) => {
+  const tenant = await newTenant(h);
+  const worker = await workerInProcess(h);
+  t.teardown(() => worker.close());
+  const stored = (messageId: string) => count(`SELECT count(*) AS n FROM events WHERE environment_id = $1::uuid AND message_id = $2`, tenant.environmentId, messageId);
+  await track(tenant, { userId: 'fay', messageId: 'fay-t1' });
+  await identify(tenant, { userId: 'fay', messageId: 'fay-i1', traits: { a: 1 } });
+  await eventually(async () => (await stored('fay-t1')) === 1);
+  const summary = await usersForget(h.operator, [tenant.slug, 'fay']);
+  t.like(summary.removed, { events: 1, identifyMessages: 1 });
+  await sleep(5);
+  await track(tenant, { userId: 'fay', messageId: 'fay-t1' });
+  await eventually(queueEmpty);
+  t.true(await eventually(async () => (await stored('fay-t1')) === 1, { timeoutMs: 5000 }), 'the resend is stored');
+  const again = await identify(tenant, { userId: 'fay', messageId: 'fay-i1', traits: { a: 1 } });
+  t.is(again.json.duplicate, false);
+  t.not(await profileOf(tenant, 'fay'), null);
+});
+
+test.serial('an event whose userId has surrounding spaces is the person’s: the erasure removes it with the others', async (t) => {
+  const tenant = await newTenant(h);
+  const worker = await workerInProcess(h);
+  t.teardown(() => worker.close());
+  await identify(tenant, { userId: 'ex-2', traits: { a: 1 } });
+  await track(tenant, { userId: 'ex-2', messageId: 'ex-plain' });
+  await track(tenant, { userId: ' ex-2 ', messageId: 'ex-padded' });
+  await track(tenant, { userId: '\tex-2\n', messageId: 'ex-tabbed' });
+  await track(tenant, { userId: 'ex-22', messageId: 'ex-other' });
+  await eventually(async () => (await count(`SELECT count(*) AS n FROM events WHERE environment_id = $1::uuid`, tenant.environmentId)) === 4);
+  const summary = await usersForget(h.operator, [tenant.slug, 'ex-2']);
+  t.is(summary.removed.events, 3);
+  const left = await h.db.event.findMany({ where: { environmentId: tenant.environmentId }, select: { messageId: true } });
+  t.deepEqual(
+    left.map((e) => e.messageId),
+    ['ex-other'],
+  );
+});
+
+test.serial('a consent decision stays only for an address another profile holds now, not one it held once', async (t) => {
+  const tenant = await newTenant(h);
+  const granted = { channel: 'email', status: 'granted', basis: 'consent', consentedAt: Date.now() - 60_000 };
+  const decisions = (address: string) =>
+    count(`SELECT count(*) AS n FROM consent_decisions WHERE environment_id = $1::uuid AND address = $2`, tenant.environmentId, address);
+  await identify(tenant, { userId: 'ann', timestamp: new Date(Date.now() - 50_000).toISOString(), traits: { email: 'ann@example.com' }, consent: [granted] });
+  await identify(tenant, { userId: 'kim', timestamp: new Date(Date.now() - 50_000).toISOString(), traits: { email: 'kim@example.com' }, consent: [granted] });
+  // Bea once gave Ann's address and moved on; Lee gives Kim's address now.
+  await identify(tenant, { userId: 'bea', timestamp: new Date(Date.now() - 40_000).toISOString(), traits: { email: 'ann@example.com' } });
+  await identify(tenant, { userId: 'bea', timestamp: new Date(Date.now() - 30_000).toISOString(), traits: { email: 'bea@example.com' } });
+  await identify(tenant, { userId: 'lee', timestamp: new Date(Date.now() - 30_000).toISOString(), traits: { email: 'kim@example.com' } });
+  t.is(await decisions('ann@example.com'), 1);
+  const ann = await usersForget(h.operator, [tenant.slug, 'ann']);
+  t.is(ann.removed.consentDecisions, 1);
+  t.is(ann.consentDecisionsKept, 0);
+  t.is(await decisions('ann@example.com'), 0);
+  const kim = await usersForget(h.operator, [tenant.slug, 'kim']);
+  t.is(kim.removed.consentDecisions, 0);
+  t.is(kim.consentDecisionsKept, 1);
+  t.is(await decisions('kim@example.com'), 1);
+});
+
+test.serial('audit records name their environment and hold a keyed hash; suppressing a suppressed user changes nothing and audits nothing', async (t) => {
+  const tenant = await newTenant(h);
+  await identify(tenant, { userId: 'gil', traits: { a: 1 } });
+  const forgot = await usersForget(h.operator, [tenant.slug, 'gil', '--by', 'dpo']);
+  const first = await usersSuppress(h.operator, [tenant.slug, 'gil', '--by', 'dpo']);
+  const second = await usersSuppress(h.operator, [tenant.slug, 'gil', '--by', 'dpo']);
+  t.true(first.changed);
+  t.false(second.changed);
+  const audit = await usersAudit(h.operator, [tenant.slug]);
+  t.deepEqual(
+    audit.map((a) => a.action),
+    ['forget', 'suppress'],
+  );
+  for (const entry of audit) {
+    t.is(entry.environment, tenant.slug);
+    // Not the plain SHA-256 that anyone holding the ID could compute, but the same for every record of the person.
+    t.not(entry.userHash, identityHash('gil').toString('hex'));
+    t.is(entry.userHash, forgot.userHash);
+  }
+  t.is(first.userHash, forgot.userHash);
+  // The operator, who holds the secret through the command, finds them again by the ID.
+  t.is((await usersAudit(h.operator, [tenant.slug, '--user', ' gil '])).length, 2);
+  t.is((await usersAudit(h.operator, [tenant.slug, '--user', 'gill'])).length, 0);
+});
+
+test.serial('an erasure racing ~20 joining Identify calls in flight finishes in one go, long before the load stops, and leaves nothing of the person', async (t) => {
+  const tenant = await newTenant(h, 'join-by-email');
+  const email = 'joiner@example.com';
+  await identify(tenant, { userId: 'hub', traits: { email, name: 'Hub' } });
+  // Enough user IDs joined before the erasure that one lock per user ID would pass PostgreSQL's lock table.
+  const env = { id: tenant.environmentId, features: ['join-by-email'] };
+  for (let b = 0; b < 20; b++) {
+    const calls = Array.from({ length: 200 }, (_, k) => toIdentifyCall(env, identifyInput(`pre-${b}-${k}`, { email }), Date.now()));
+    t.true((await applyIdentifyBatch(poolOf(h.db), calls)).every((o) => o === 'applied'));
+  }
+  const acknowledged: { userId: string; invokedAt: number; answeredAt: number }[] = [];
+  let sending = true;
+  let next = 0;
+  const client = async () => {
+    while (sending) {
+      const userId = `joiner-${next++}`;
+      const invokedAt = Date.now();
+      const reply = await request(gateway.url, `/api/identify/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: { userId, traits: { email } } }).catch(
+        () => null,
+      );
+      if (reply?.status === 200) acknowledged.push({ userId, invokedAt, answeredAt: Date.now() });
+    }
+  };
+  const clients = Array.from({ length: 20 }, client);
+  await sleep(1500);
+  const started = Date.now();
+  const erasure = usersForget(h.operator, [tenant.slug, 'hub']).then(
+    (summary) => ({ summary, finished: Date.now() }),
+    (err: Error) => ({ err, finished: Date.now() }),
+  );
+  // The load goes on for 3 s after the erasure began, whatever it does.
+  await sleep(3000);
+  sending = false;
+  await Promise.all(clients);
+  const outcome = await erasure;
+  if ('err' in outcome) return t.fail(`the erasure failed: ${outcome.err.message}`);
+  const { summary, finished } = outcome;
+  t.log(`erasure took ${finished - started} ms with ${summary.joinedUserIds.length} joined user IDs; ${acknowledged.length} joining calls answered`);
+  t.true(finished - started < 2500, `the erasure took ${finished - started} ms: it must not wait for the load to stop`);
+  t.true(summary.joinedUserIds.length >= 4000);
+  const erased = new Set(summary.joinedUserIds);
+  for (const call of acknowledged) {
+    // Answered before the erasure began: joined, and erased with the person.
+    if (call.answeredAt < started) t.true(erased.has(call.userId), `${call.userId} joined before the erasure`);
+    // Sent after it ended: new data, a profile of its own.
+    if (call.invokedAt > finished) t.not(await profileOf(tenant, call.userId), null, call.userId);
+  }
+  for (const userId of ['hub', ...summary.joinedUserIds.slice(0, 50)]) t.is(await profileOf(tenant, userId), null, userId);
+  t.is(
+    await count(
+      `SELECT count(*) AS n FROM profile_users WHERE environment_id = $1::uuid AND user_hash = ANY($2::bytea[])`,
+      tenant.environmentId,
+      summary.joinedUserIds.map((u) => identityHash(u)),
+    ),
+    0,
+  );
 });
