@@ -13,6 +13,7 @@ import { toPgText } from '../domain/pg-text.ts';
 import { profileFieldsChanged, SERVICE_EVENTS, subscriptionChanged } from '../domain/service-events.ts';
 import { stringifyJson } from '../domain/json-text.ts';
 import { joinTraits, mergeTraits, type TraitState } from '../domain/trait-merge.ts';
+import { userKeyOf } from './person.ts';
 import type { IdentifyInput } from '../validation/identify.ts';
 
 export type Verdict = 'applied' | 'duplicate' | 'conflict';
@@ -46,7 +47,7 @@ export function toIdentifyCall(env: { id: string; features: readonly string[] },
     messageId,
     callTime: input.timestampMs ?? receivedAt,
     receivedAt,
-    userKey: toPgText(input.userId),
+    userKey: userKeyOf(input.userId),
     messageKey: toPgText(messageId),
     joinEmail: hasFeature(env.features, FEATURE.joinByEmail) ? joinableEmail(input.addressTraits.email) : null,
   };

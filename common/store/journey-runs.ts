@@ -2,10 +2,10 @@
 // transaction holding that person's journey lock (person.ts), taken before any row lock, so
 // events, timers and profile changes for one person apply one at a time on any number of workers.
 import type { Db, Tx } from '../db.ts';
-import { environmentLock, journeyLock, LOCK_SHARED_SQL, LOCK_SQL, lockParam } from './person.ts';
+import { environmentLock, journeyLock, LOCK_SHARED_SQL, LOCK_SQL, lockParam, userHashOf } from './person.ts';
 
 import type { RunEvent, RunState, RunStatus } from '../domain/journey-run.ts';
-import { hashStored, identityHash } from '../domain/identity-hash.ts';
+import { hashStored } from '../domain/identity-hash.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
 import type { SendVerdict } from '../domain/send-gate.ts';
 
@@ -226,7 +226,7 @@ export interface RunView {
 /** A journey's runs with what their send steps did, for operators. */
 export async function listRuns(db: Db, journeyId: string, userId?: string): Promise<RunView[]> {
   const runs = await db.journeyRun.findMany({
-    where: { journeyId, ...(userId === undefined ? {} : { userHash: identityHash(userId.trim()) }) },
+    where: { journeyId, ...(userId === undefined ? {} : { userHash: userHashOf(userId) }) },
     orderBy: [{ enteredAt: 'asc' }, { id: 'asc' }],
     include: { messages: { orderBy: { step: 'asc' } } },
   });

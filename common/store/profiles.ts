@@ -11,6 +11,7 @@ import { stringifyJson } from '../domain/json-text.ts';
 import { toPgText } from '../domain/pg-text.ts';
 import type { IdentifyInput } from '../validation/identify.ts';
 import { applyIdentifyBatch } from './identify-batch.ts';
+import { userHashOfKey, userKeyOf } from './person.ts';
 import { toIdentifyCall, type Verdict } from './identify-plan.ts';
 
 export interface IdentifyEnvironment {
@@ -66,11 +67,11 @@ export interface ProfileLookup {
  * profile. Many lookups in one statement (the gateway groups the reads that arrive together).
  */
 export async function findProfiles(pool: pg.Pool, lookups: ProfileLookup[]): Promise<(ProfileView | null)[]> {
-  const keys = lookups.map((l) => toPgText(l.userId.trim()));
+  const keys = lookups.map((l) => userKeyOf(l.userId));
   const { rows } = await pool.query<{ i: string; id: string; fields: string; updated_at: Date }>({
     name: 'profiles-read',
     text: PROFILES_SQL,
-    values: [lookups.map((l) => l.envId), keys.map((k) => hashStored(k)), keys],
+    values: [lookups.map((l) => l.envId), keys.map(userHashOfKey), keys],
   });
   const out: (ProfileView | null)[] = lookups.map(() => null);
   for (const r of rows) out[Number(r.i) - 1] = { profileId: r.id, updatedAt: r.updated_at.getTime(), fieldsJson: r.fields };
