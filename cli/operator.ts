@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import type { Db } from '../common/db.ts';
 import { authCacheChannels, suppressionChannels } from '../common/queue-keys.ts';
-import type { DeadLetterJob, EventBatchJob } from '../common/queues.ts';
+import type { DeadLetterJob, EventBatchJob, ServiceEventJob } from '../common/queues.ts';
 import type { Cluster, Redis } from '../common/redis.ts';
 import { TimeoutError, withTimeout } from '../common/with-timeout.ts';
 
@@ -24,6 +24,7 @@ export interface OperatorDeps {
   /** The first partition: the whole events queue with QUEUE_PARTITIONS=1. */
   eventsQueue(): Queue<EventBatchJob>;
   deadLetterQueue(): Queue<DeadLetterJob>;
+  serviceEventsQueue(): Queue<ServiceEventJob>;
   /** A Redis connection (opened on first use). */
   redis(): Promise<Redis>;
   /** Where a command that streams its document writes it (stdout when absent). */
@@ -95,6 +96,7 @@ export function openOperator(config: Config, db: Db, queues?: QueueModules): Ope
   let redis: Redis | undefined;
   let partitions: Queue<EventBatchJob>[] | undefined;
   let deadLetters: Queue<DeadLetterJob> | undefined;
+  let serviceEvents: Queue<ServiceEventJob> | undefined;
   const withQueues = () => {
     if (!queues) throw new Error('operator opened without its queue modules (openOperator(config, db, await loadQueueModules()))');
     return queues;
@@ -127,8 +129,9 @@ export function openOperator(config: Config, db: Db, queues?: QueueModules): Ope
     eventsQueues,
     eventsQueue: () => eventsQueues()[0],
     deadLetterQueue: () => (deadLetters ??= withQueues().createDeadLetterQueue(config, connect())),
+    serviceEventsQueue: () => (serviceEvents ??= withQueues().createServiceEventsQueue(config, connect())),
     async close() {
-      const opened = [...(partitions ?? []), deadLetters].filter((q) => q !== undefined) as Queue[];
+      const opened = [...(partitions ?? []), deadLetters, serviceEvents].filter((q) => q !== undefined) as Queue[];
       if (opened.length) await withQueues().closeQueues(opened, redis!);
       else redis?.disconnect();
       await db.$disconnect();

@@ -4,6 +4,7 @@
 import { userInfo } from 'node:os';
 import { poolOf } from '../../common/db.ts';
 import { forgetLiveCalls } from '../../common/live-keys.ts';
+import { forgetQueued } from '../../common/forget-queued.ts';
 import { withTimeout } from '../../common/with-timeout.ts';
 import { operatorName } from '../../common/domain/privacy.ts';
 import { forgetUser } from '../../common/store/erasure.ts';
@@ -37,23 +38,26 @@ export async function usersForget(deps: OperatorDeps, argv: string[]) {
   const suppress = values.suppress === 'true';
   const pool = poolOf(deps.db);
   const summary = await forgetUser(pool, { environmentId: env.id, userId, suppress, operator, auditSecret: await readAuditSecret(pool) });
-  const liveViewEntries = await forgetLive(deps, env.id, [userId.trim(), ...summary.joinedUserIds]);
+  const userIds = [userId.trim(), ...summary.joinedUserIds];
+  const liveViewEntries = await orNull(deps.redis().then((redis) => forgetLiveCalls(redis, deps.config.queuePrefix, env.id, userIds)));
+  const erased = { environmentId: env.id, userIds, erasedAt: summary.erasedAt };
+  const queuedJobs = await orNull(
+    forgetQueued({ events: deps.eventsQueues(), deadLetters: deps.deadLetterQueue(), serviceEvents: deps.serviceEventsQueue() }, erased),
+  );
   // Workers and Identify read the tombstone (and the suppression) from PostgreSQL; the gateways' sets only spare the queue.
   if (suppress) await deps.invalidateSuppressions({ done: `user erased and suppressed`, stale: 'queue its calls (dropped by the workers)' });
-  return { environment: env.pathValue, ...summary, liveViewEntries };
+  return { environment: env.pathValue, ...summary, liveViewEntries, queuedJobs };
 }
 
 /**
- * The dashboard's live view keeps raw user IDs in Redis for up to an hour: their entries go too.
- * The erasure is done by then, so Redis being away does not fail the command: null says so.
+ * What Redis holds of the person goes after PostgreSQL's: the dashboard live view's raw user IDs
+ * (kept up to an hour) and their events and service events in jobs that ran or failed for good
+ * (forget-queued.ts). The erasure is done by then, so Redis being away does not fail the
+ * command: null says so, and running it again removes them.
  */
-async function forgetLive(deps: OperatorDeps, environmentId: string, userIds: string[]): Promise<number | null> {
+async function orNull(work: Promise<number>): Promise<number | null> {
   try {
-    return await withTimeout(
-      deps.redis().then((redis) => forgetLiveCalls(redis, deps.config.queuePrefix, environmentId, userIds)),
-      5000,
-      'Redis did not answer',
-    );
+    return await withTimeout(work, 5000, 'Redis did not answer');
   } catch {
     return null;
   }

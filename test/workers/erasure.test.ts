@@ -5,6 +5,8 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
+import { Worker, type Queue } from 'bullmq';
+import { createRedis } from '../../common/redis.ts';
 import { journeyCreate, journeyPublish } from '../../cli/commands/journey.ts';
 import { usersAudit, usersForget, usersSuppress } from '../../cli/commands/users.ts';
 import { identityHash } from '../../common/domain/identity-hash.ts';
@@ -438,5 +440,68 @@ test.serial('an erasure racing ~20 joining Identify calls in flight finishes in 
       summary.joinedUserIds.map((u) => identityHash(u)),
     ),
     0,
+  );
+});
+
+test.serial('the erasure removes the person from jobs that failed for good, dead letters and run service events; everyone else’s stay', async (t) => {
+  const tenant = await newTenant(h);
+  const now = Date.now();
+  const queued = (userId: string, messageId: string) => ({
+    environmentId: tenant.environmentId,
+    messageId,
+    receivedAt: now,
+    timestampMs: now,
+    payload: JSON.stringify({ type: 'track', messageId, event: 'Viewed', userId }),
+  });
+  // Jobs in the states an erasure looks at, made by a worker of the test's own that fails or completes them.
+  const connection = createRedis(h.config, 'worker');
+  const settle = async (queue: Queue, outcome: 'fail' | 'complete', add: () => Promise<unknown>) => {
+    await add();
+    const worker = new Worker(
+      queue.name,
+      async () => {
+        if (outcome === 'fail') throw new Error('refused');
+      },
+      { connection, prefix: h.config.queuePrefix },
+    );
+    await eventually(async () => (await queue.getJobCounts('wait', 'active')).wait + (await queue.getJobCounts('active')).active === 0);
+    await worker.close();
+  };
+  const events = h.operator.eventsQueue();
+  await settle(events, 'fail', () => events.add('track (3 events)', { events: [queued(' zed ', 'z-1'), queued('other', 'o-1'), queued('zed', 'z-2')] }, { attempts: 1 }));
+  await settle(events, 'fail', () => events.add('track (1 event)', { events: [queued('zed', 'z-3')] }, { attempts: 1 }));
+  const deadLetters = h.operator.deadLetterQueue();
+  await deadLetters.add('dead', { event: queued('zed', 'z-4'), error: 'x' });
+  await deadLetters.add('dead', { event: queued('other', 'o-2'), error: 'x' });
+  const service = h.operator.serviceEventsQueue();
+  const change = (userId: string, outboxId: string) => ({
+    outboxId,
+    environmentId: tenant.environmentId,
+    kind: 'profile_fields_changed',
+    createdAt: now,
+    payload: JSON.stringify({ userId, profileId: 'p', changed: { a: 1 } }),
+  });
+  await settle(service, 'complete', () => service.addBulk([{ name: 'change', data: change('zed', '1') }, { name: 'change', data: change('other', '2') }]));
+  t.teardown(async () => {
+    await Promise.all([events, deadLetters, service].map((q) => q.obliterate({ force: true }).catch(() => {})));
+    connection.disconnect();
+  });
+
+  const summary = await usersForget(h.operator, [tenant.slug, 'zed']);
+  t.is(summary.queuedJobs, 5);
+  // Other tests of the file share these queues: only this tenant's jobs are looked at.
+  const mine = <T extends { environmentId: string }>(data: T[]) => data.filter((d) => d.environmentId === tenant.environmentId);
+  const failed = await events.getJobs(['failed']);
+  t.deepEqual(
+    failed.map((j) => mine(j.data.events).map((e) => e.messageId)).filter((ids) => ids.length),
+    [['o-1']],
+  );
+  t.deepEqual(
+    mine((await deadLetters.getJobs(['waiting'])).map((j) => j.data.event)).map((e) => e.messageId),
+    ['o-2'],
+  );
+  t.deepEqual(
+    mine((await service.getJobs(['completed'])).map((j) => j.data)).map((d) => d.outboxId),
+    ['2'],
   );
 });
