@@ -2,6 +2,7 @@
 // with the DATABASE_URL it tried (and whether that came from .env), and "database does not
 // exist" with what creates it. Pure: an error and the configuration in, one line (or null) out.
 import type { Config } from '../common/config.ts';
+import { redisErrorCode } from '../common/redis-memory.ts';
 
 interface Cause {
   kind?: unknown;
@@ -12,7 +13,8 @@ interface Cause {
   db?: unknown;
 }
 
-type Failure = Error & { code?: unknown; address?: unknown; port?: unknown; meta?: { driverAdapterError?: { cause?: Cause } } };
+/** `errorCode`: Prisma's code on a PrismaClientInitializationError (its request errors have `code`). */
+type Failure = Error & { code?: unknown; errorCode?: unknown; address?: unknown; port?: unknown; meta?: { driverAdapterError?: { cause?: Cause } } };
 
 /** `host:port` of a service URL (the scheme's default port when it names none). */
 function hostPort(serviceUrl: string, defaultPort: number): string {
@@ -47,7 +49,7 @@ export function settingHint(err: unknown, config: Pick<Config, 'databaseUrl' | '
   const redis = hostPort(config.redisUrl, 6379);
   const peer = typeof e.address === 'string' && e.port !== undefined ? `${e.address}:${String(e.port)}` : null;
 
-  if (e.code === 'P1001' || cause.kind === 'DatabaseNotReachable' || /Can't reach database server/.test(message) || (isConnectFailure(e) && peer === pg)) {
+  if (e.code === 'P1001' || e.errorCode === 'P1001' || cause.kind === 'DatabaseNotReachable' || (isConnectFailure(e) && peer === pg)) {
     return `cannot reach PostgreSQL at ${pg} (${setting('DATABASE_URL')}): is it running, and is DATABASE_URL its address?`;
   }
   if (e.code === 'P1003' || sqlState === '3D000' || cause.kind === 'DatabaseDoesNotExist') {
@@ -60,8 +62,10 @@ export function settingHint(err: unknown, config: Pick<Config, 'databaseUrl' | '
   if (e.code === 'P1000' || e.code === 'P1010' || sqlState === '28P01' || sqlState === '28000') {
     return `PostgreSQL at ${pg} refused the user or password of ${setting('DATABASE_URL')}: ${String(cause.originalMessage ?? lastLine(message))}`;
   }
+  // Redis answers a SELECT out of range with ERR, its code for anything: the reply's text is the only signal.
   if (/DB index is out of range/.test(message)) return `Redis at ${redis} has no such database number (${setting('REDIS_URL')}): ${message}`;
-  if (/NOAUTH|WRONGPASS|invalid password|invalid username-password/i.test(message)) {
+  const redisCode = redisErrorCode(e);
+  if (redisCode === 'NOAUTH' || redisCode === 'WRONGPASS') {
     return `Redis at ${redis} refused the credentials of ${setting('REDIS_URL')}: ${lastLine(message)}`;
   }
   if (isConnectFailure(e) && peer === redis) return `cannot reach Redis at ${redis} (${setting('REDIS_URL')}): is it running, and is REDIS_URL its address?`;

@@ -50,6 +50,19 @@ export function isDataError(err: unknown): boolean {
 }
 
 /**
+ * PostgreSQL found no partition of the partitioned table `table` for a row (ExecFindPartition):
+ * SQLSTATE 23514 with the error's table field naming `table` itself and no constraint. A CHECK
+ * violation has the same SQLSTATE but names its constraint (and the partition the row reached),
+ * and the message is in the server's lc_messages: the fields tell them apart, the words cannot.
+ * Only node-postgres's own error has those fields (Prisma's adapter keeps the SQLSTATE and the
+ * message alone), so a refusal that came through Prisma is never taken for this one.
+ */
+export function isNoPartitionFor(err: unknown, table: string): boolean {
+  const e = err as { table?: unknown; constraint?: unknown } | null;
+  return pgRefusal(err)?.code === '23514' && e?.table === table && e?.constraint === undefined;
+}
+
+/**
  * Applies `apply` to all of `items` at once; when it throws an error `refused` accepts (by default
  * isDataError), the items are halved in order, the first half done before the second starts,
  * until each refused item stands alone with that error as its outcome: one bad item costs about

@@ -47,9 +47,28 @@ export function roomAgainBelow(maxBytes: number, mark: number): number {
   return Math.min(mark, maxBytes - WORKER_HEADROOM_BYTES);
 }
 
+/**
+ * The error code of an error Redis answered (ioredis's ReplyError): the first word of the reply,
+ * OOM, READONLY, CLUSTERDOWN and the like, which is the protocol's and never translated; null for
+ * an error Redis did not send (a lost connection, a timeout, the client's own). Redis before 7.0
+ * answers a script whose redis.call was refused with ERR and that refusal inside, its code still
+ * behind the protocol's '-' after the script's line (`ERR Error running script (call to f_…):
+ * @user_script:41: @user_script: 41: -OOM command not allowed …`): that inner code is the one.
+ * The class is known by its name (redis-errors names each class after itself), not instanceof:
+ * the CLI reads its errors without loading ioredis, and a second copy of ioredis (BullMQ's own,
+ * should their versions part) would bring a ReplyError class of its own.
+ */
+export function redisErrorCode(err: unknown): string | null {
+  if (!(err instanceof Error) || err.name !== 'ReplyError') return null;
+  const message = err.message;
+  const code = /^[A-Z][A-Z0-9_]*/.exec(message)?.[0] ?? null;
+  if (code !== 'ERR') return code;
+  return /@user_script: ?\d+: -([A-Z][A-Z0-9_]*)\b/.exec(message)?.[1] ?? code;
+}
+
 /** Redis refused a command for memory (maxmemory with noeviction), as a reply or inside a script. */
 export function isOomError(err: unknown): boolean {
-  return err instanceof Error && err.message.includes('OOM command not allowed');
+  return redisErrorCode(err) === 'OOM';
 }
 
 /**

@@ -10,11 +10,13 @@
 // one within the same bound: a batch written twice is harmless, event_ids makes each
 // event one row.
 import type { Queue } from 'bullmq';
+import { MaxRetriesPerRequestError } from 'ioredis/built/errors/index.js';
+import { CONNECTION_CLOSED_ERROR_MSG } from 'ioredis/built/utils/index.js';
 import { ReplicaAckError, withReplicaAcks } from '../common/replica-ack.ts';
 import type { Redis } from '../common/redis.ts';
 import { createMicroBatch } from '../common/micro-batch.ts';
 import { eventBatchName, type EventBatchJob, type QueuedEvent } from '../common/queues.ts';
-import { estimatedJobBytes, isOomError, type RedisMemory } from '../common/redis-memory.ts';
+import { estimatedJobBytes, isOomError, redisErrorCode, type RedisMemory } from '../common/redis-memory.ts';
 import { withTimeout } from '../common/with-timeout.ts';
 
 export interface EventBatcher {
@@ -39,16 +41,32 @@ export interface BatcherOptions {
 }
 
 /**
+ * Redis's answers while a partition's master is away: the cluster down or a slot moving
+ * (CLUSTERDOWN, TRYAGAIN), a write that reached a demoted master (READONLY), a replica that lost
+ * its master (MASTERDOWN).
+ */
+const MASTER_AWAY_CODES = new Set(['CLUSTERDOWN', 'TRYAGAIN', 'READONLY', 'MASTERDOWN']);
+
+/**
+ * ioredis's own refusals of a command it could not send, plain Errors known by their message
+ * alone: ioredis exports no class and no constant for them (Redis.js sendCommand and
+ * cluster/index.js, ioredis 5.11), so their text is the only signal.
+ */
+const NOT_SENT_PREFIXES = ["Stream isn't writeable", "Cluster isn't ready", 'Too many Cluster redirections.'];
+
+/**
  * Failures after which a batch may go to another partition: the partition's master is away
  * (a closed connection, a cluster still redirecting or down) or did not get its replicas'
  * confirmation. Redis refusing for memory is not one: every master gets the same traffic.
  */
 export function triesAnotherPartition(err: unknown): boolean {
-  if (err instanceof ReplicaAckError) return true;
-  const message = err instanceof Error ? err.message : '';
-  return /Connection is closed|Too many Cluster redirections|CLUSTERDOWN|Cluster isn't ready|Stream isn't writeable|enableOfflineQueue|TRYAGAIN|READONLY|MASTERDOWN/.test(
-    message,
-  );
+  if (err instanceof ReplicaAckError || err instanceof MaxRetriesPerRequestError) return true;
+  const code = redisErrorCode(err);
+  if (code !== null) return MASTER_AWAY_CODES.has(code);
+  if (!(err instanceof Error)) return false;
+  // ioredis rejects with a plain Error carrying its exported message: compared with that constant, not a copy.
+  if (err.message === CONNECTION_CLOSED_ERROR_MSG) return true;
+  return NOT_SENT_PREFIXES.some((prefix) => err.message.startsWith(prefix));
 }
 
 export function createEventBatcher(partitions: Queue<EventBatchJob> | Queue<EventBatchJob>[], options: BatcherOptions): EventBatcher {

@@ -4,6 +4,7 @@ import test from 'ava';
 import {
   dbErrorMessage,
   isDataError,
+  isNoPartitionFor,
   isWriteConflict,
   LARGE_STATEMENT_CHARS,
   QUERY_TIMEOUT_MS,
@@ -114,6 +115,27 @@ test("node-postgres's own refusal reads as Prisma's does: its SQLSTATE, a data e
   t.is(dbErrorMessage(pgError('23514', 'x')), '23514: x');
   // A connection error carries a code too, but no severity: not an answer from PostgreSQL.
   t.is(sqlState(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })), null);
+});
+
+test('no partition for a row: SQLSTATE 23514 naming the partitioned table and no constraint, whatever the words', async (t) => {
+  const { DatabaseError } = await import('pg');
+  // node-postgres's error as its parser builds it: the message in the server's lc_messages, the
+  // SQLSTATE and the table (errtable) as sent. The real server's: test/unit/error-classes.test.ts.
+  const refusal = (message: string, fields: { table?: string; constraint?: string }) =>
+    Object.assign(new DatabaseError(message, 0, 'error'), { code: '23514', severity: 'ERROR', schema: 'public', ...fields });
+  t.true(isNoPartitionFor(refusal('keine Partition von Relation »events« für die Zeile gefunden', { table: 'events' }), 'events'));
+  t.true(isNoPartitionFor(refusal('no partition of relation "events" found for row', { table: 'events' }), 'events'));
+  t.false(
+    isNoPartitionFor(
+      refusal('neue Zeile für Relation »events_20260101« verletzt Check-Constraint »poison«', { table: 'events_20260101', constraint: 'poison' }),
+      'events',
+    ),
+  );
+  t.false(isNoPartitionFor(refusal('new row for relation "events" violates check constraint "poison"', { table: 'events', constraint: 'poison' }), 'events'));
+  t.false(isNoPartitionFor(refusal('no partition of relation "events" found for row', { table: 'event_ids' }), 'events'));
+  t.false(isNoPartitionFor(Object.assign(refusal('x', { table: 'events' }), { code: '23505' }), 'events'));
+  t.false(isNoPartitionFor(refused('23514', 'no partition of relation "events" found for row'), 'events'), "Prisma's adapter keeps no table");
+  t.false(isNoPartitionFor(null, 'events'));
 });
 
 test('splitOnRefusal: a refused set is halved in order until the refused item stands alone; the rest keep their outcomes', async (t) => {

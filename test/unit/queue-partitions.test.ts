@@ -1,4 +1,5 @@
 import test from 'ava';
+import { ReplyError } from 'ioredis';
 import { loadConfig } from '../../common/config.ts';
 import { CLUSTER_SLOTS, eventsPartitionTags, eventsQueueNames, keySlot, queueName } from '../../common/queue-keys.ts';
 import { credentials } from '../../common/redis.ts';
@@ -53,15 +54,25 @@ test("a cluster's nodes take REDIS_URL's user, password and TLS", (t) => {
   t.deepEqual(credentials('redis://:secret@h:1'), { password: 'secret' });
 });
 
+// The same rule on errors real servers and clients produce: test/unit/error-classes.test.ts.
 test('a batch moves to the next partition when its master is away or its replicas do not confirm, not when Redis is full', (t) => {
+  // ioredis's own refusals: plain Errors (Redis.js, cluster/index.js).
   for (const message of [
     'Connection is closed.',
     'Too many Cluster redirections. Last error: Error: Connection is closed.',
-    'CLUSTERDOWN The cluster is down',
     "Cluster isn't ready and enableOfflineQueue options is false",
+    "Stream isn't writeable and enableOfflineQueue options is false",
   ])
     t.true(triesAnotherPartition(new Error(message)), message);
+  // Redis's answers: ioredis's ReplyError, known by the code they begin with.
+  for (const reply of [
+    'CLUSTERDOWN The cluster is down',
+    'TRYAGAIN Multiple keys request during rehashing of slot',
+    "READONLY You can't write against a read only replica.",
+  ])
+    t.true(triesAnotherPartition(new ReplyError(reply)), reply);
   t.true(triesAnotherPartition(new ReplicaAckError('0 of 1 replicas confirmed the write in time')));
-  t.false(triesAnotherPartition(new Error('OOM command not allowed when used memory > maxmemory.')));
+  t.false(triesAnotherPartition(new ReplyError("OOM command not allowed when used memory > 'maxmemory'.")));
+  t.false(triesAnotherPartition(new Error('CLUSTERDOWN The cluster is down')), 'the words, without a reply from Redis');
   t.false(triesAnotherPartition(new Error('enqueue took longer than 2000 ms')));
 });

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { ReplyError } from 'ioredis';
 import { estimatedJobBytes, highWaterMark, isOomError, parseMemoryInfo, roomAgainBelow, WORKER_HEADROOM_BYTES } from '../../common/redis-memory.ts';
 
 const MB = 1_048_576;
@@ -26,9 +27,21 @@ test('room again: at the mark, or with the mark at maxmemory the headroom below 
   t.is(roomAgainBelow(1000 * MB, highWaterMark(1000 * MB, 100)), 1000 * MB - WORKER_HEADROOM_BYTES);
 });
 
-test('OOM refusals are told apart from other errors, as a reply or from inside a script', (t) => {
-  t.true(isOomError(new Error("OOM command not allowed when used memory > 'maxmemory'.")));
-  t.true(isOomError(new Error("OOM command not allowed when used memory > 'maxmemory'. script: 6c4c6de2, on @user_script:215.")));
+// Real refusals of a full Redis (a reply, a script, BullMQ's add): test/unit/error-classes.test.ts.
+test('OOM refusals are told apart from other errors by their code, as a reply or from inside a script', (t) => {
+  t.true(isOomError(new ReplyError("OOM command not allowed when used memory > 'maxmemory'.")));
+  t.true(isOomError(new ReplyError("OOM command not allowed when used memory > 'maxmemory'. script: 6c4c6de2, on @user_script:215.")));
+  // Redis before 7.0: a script's refused call comes back as ERR, the refusal's code kept inside.
+  t.true(
+    isOomError(
+      new ReplyError(
+        "ERR Error running script (call to f_6c4c6de2): @user_script:215: @user_script: 215: -OOM command not allowed when used memory > 'maxmemory'.",
+      ),
+    ),
+  );
+  t.false(isOomError(new ReplyError('ERR Error running script (call to f_6c4c6de2): @user_script:1: Unknown Redis command called from Lua script')));
+  t.false(isOomError(new ReplyError("READONLY You can't write against a read only replica.")));
+  t.false(isOomError(new Error("OOM command not allowed when used memory > 'maxmemory'.")), 'the words, without a reply from Redis');
   t.false(isOomError(new Error('Connection is closed.')));
   t.false(isOomError(new Error('enqueue took longer than 2000 ms')));
   t.false(isOomError('OOM command not allowed'));

@@ -1,6 +1,9 @@
 // Errors a setting explains name it: the shapes of Prisma 7 (adapter-pg), node-postgres and
-// ioredis errors as they were seen against this machine's services.
+// ioredis errors as they were seen against this machine's services (real ones from Redis:
+// test/unit/error-classes.test.ts).
 import test from 'ava';
+import { ReplyError } from 'ioredis';
+import { Prisma } from '../../common/generated/prisma/client.ts';
 import { settingHint } from '../../cli/setting-errors.ts';
 
 const config = { databaseUrl: 'postgresql://postgres@127.0.0.1:4199/intake_dev', redisUrl: 'redis://127.0.0.1:6390/2' };
@@ -39,7 +42,15 @@ test('Redis: an unreachable server, a database number out of range and refused c
   const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6390'), { code: 'ECONNREFUSED', address: '127.0.0.1', port: 6390 });
   t.is(settingHint(refused, config), 'cannot reach Redis at 127.0.0.1:6390 (REDIS_URL): is it running, and is REDIS_URL its address?');
   t.regex(settingHint(new Error('ERR DB index is out of range'), config)!, /no such database number \(REDIS_URL\)/);
-  t.regex(settingHint(new Error('WRONGPASS invalid username-password pair'), config)!, /refused the credentials of REDIS_URL/);
+  t.regex(settingHint(new ReplyError('WRONGPASS invalid username-password pair or user is disabled.'), config)!, /refused the credentials of REDIS_URL/);
+  t.regex(settingHint(new ReplyError('NOAUTH Authentication required.'), config)!, /refused the credentials of REDIS_URL/);
+  t.is(settingHint(new Error('WRONGPASS invalid username-password pair'), config), null, 'the words, without a reply from Redis');
+});
+
+test("Prisma's initialization error names its code in errorCode: PostgreSQL unreachable all the same", (t) => {
+  const err = new Prisma.PrismaClientInitializationError("Can't reach database server at 127.0.0.1:4199", '7.10.0', 'P1001');
+  t.regex(settingHint(err, config)!, /^cannot reach PostgreSQL at 127\.0\.0\.1:4199/);
+  t.is(settingHint(new Prisma.PrismaClientInitializationError("Can't reach database server", '7.10.0'), config), null, 'the words alone, without the code');
 });
 
 test('anything else: no hint (the message is printed as it is)', (t) => {
