@@ -3,6 +3,7 @@
 // Modules are imported when a command needs them, not up front: Prisma's client, BullMQ, Koa
 // and the rest take most of a second to load, which an operator command would pay every time.
 import cluster from 'node:cluster';
+import { isMainThread } from 'node:worker_threads';
 import { setFlagsFromString } from 'node:v8';
 import { ConfigError, loadConfig, type Config } from '../common/config.ts';
 import { EnvFileError, loadEnvFile } from '../common/env-file.ts';
@@ -57,7 +58,7 @@ const operators: Record<OperatorName, LazyOperator> = {
   'users export': lazy(users, 'usersExport'),
 };
 // The commands that read the queues: they load BullMQ (the rest never do).
-const QUEUE_COMMANDS = new Set(['events get', 'events activity', 'events retry']);
+const QUEUE_COMMANDS = new Set(['events get', 'events activity', 'events retry', 'users forget']);
 
 async function main(argv: string[]): Promise<number> {
   // Before the configuration: help needs none, and a usage mistake is reported as such.
@@ -84,6 +85,9 @@ function isProcess(command: CommandName): command is ProcessName {
 }
 
 async function runNamedProcess(command: ProcessName, config: Config): Promise<number> {
+  // From the start, so that a signal during start-up is not lost; `migrate` ends by itself, and
+  // Ctrl-C ends it at once. A gateway's thread gets its signal from the main thread.
+  if (command !== 'migrate' && isMainThread) stopSignals = listenForStop();
   switch (command) {
     case 'migrate': {
       const { migrate } = await import('../common/migrate.ts');
@@ -157,28 +161,63 @@ async function runGateway(config: Config): Promise<number> {
   if (config.gatewayProcesses === 1) {
     // The gateway on a thread of this process, whose heap is sized for it (gateway/heap-thread.ts).
     const { onGatewayThread, runOnGatewayThread, signalFromMainThread } = await import('../gateway/heap-thread.ts');
-    if (!onGatewayThread && config.gatewaySemiSpaceMb > 0) return runOnGatewayThread(['gateway'], config.gatewaySemiSpaceMb);
+    if (!onGatewayThread && config.gatewaySemiSpaceMb > 0) {
+      // The thread hears only the signals that come once it runs: one that came before stops it here.
+      if (stopSignals?.received()) return 0;
+      return runOnGatewayThread(['gateway'], config.gatewaySemiSpaceMb);
+    }
     const { startGateway } = await import('../gateway/server.ts');
     return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })], onGatewayThread ? signalFromMainThread() : undefined);
   }
   const [{ createLogger }, { runGatewayPrimary }] = await Promise.all([import('../common/logger.ts'), import('../gateway/cluster/primary.ts')]);
   const log = createLogger(config.logLevel, 'gateway-primary');
+  // The primary listens for its own signals from here on: one that came before stops it here.
+  if (stopSignals?.received()) return 0;
   const code = await runGatewayPrimary(config, log);
   await flushLogs(log);
   return code;
 }
 
-/** The first SIGTERM or SIGINT. */
-function signalled(): Promise<string> {
-  return new Promise((resolve) => {
-    process.once('SIGTERM', resolve);
-    process.once('SIGINT', resolve);
-  });
+interface StopSignals {
+  /** Settles with the first SIGTERM or SIGINT. */
+  first: Promise<NodeJS.Signals>;
+  /** The first, once it came (null before). */
+  received(): NodeJS.Signals | null;
+  /** `handle` is called with each signal after the first. */
+  onRepeat(handle: (signal: NodeJS.Signals) => void): void;
+}
+
+/** A long-running process's signals (none on a gateway's thread, nor for `migrate`). */
+let stopSignals: StopSignals | undefined;
+
+/**
+ * Listens to SIGTERM and SIGINT for the rest of the process: the first starts the graceful
+ * shutdown, and every later one is absorbed. Ctrl-C reaches every process of the terminal's
+ * foreground group, so under `npm start` the service gets the terminal's SIGINT and then the one
+ * npm passes on, and a user may press it again while it drains: Node's default action for any
+ * of those would end the process mid-drain, cutting off the requests and jobs it had accepted.
+ * Absorbing them waits for nothing unbounded: runProcess exits after SHUTDOWN_TIMEOUT_MS + 5 s
+ * whatever is left (the multi-process gateway's primary has its own bound), and SIGKILL or SIGQUIT
+ * (Ctrl-\) still end the process at once.
+ */
+function listenForStop(): StopSignals {
+  let first: NodeJS.Signals | null = null;
+  let repeat: (signal: NodeJS.Signals) => void = () => {};
+  let settle!: (signal: NodeJS.Signals) => void;
+  const settled = new Promise<NodeJS.Signals>((resolve) => (settle = resolve));
+  const on = (signal: NodeJS.Signals) => {
+    if (first) return repeat(signal);
+    first = signal;
+    settle(signal);
+  };
+  process.on('SIGTERM', on);
+  process.on('SIGINT', on);
+  return { first: settled, received: () => first, onRepeat: (handle) => (repeat = handle) };
 }
 
 /**
- * A long-running process: start, then on SIGTERM/SIGINT (or `stopped`, when given) drain and
- * close in reverse order.
+ * A long-running process: start, then on the first SIGTERM/SIGINT (or `stopped`, when given)
+ * drain and close in reverse order.
  */
 async function runProcess(
   config: Config,
@@ -190,8 +229,14 @@ async function runProcess(
   const log = createLogger(config.logLevel, name);
   const db = createDb(config, log);
   const parts = await start(db, log);
-  const signal = await (stopped ?? signalled());
+  const signal = await (stopped ?? (stopSignals ??= listenForStop()).first);
   log.info({ signal }, 'shutting down');
+  let toldOnce = false;
+  stopSignals?.onRepeat((again) => {
+    if (toldOnce) return;
+    toldOnce = true;
+    log.info({ signal: again, shutdownTimeoutMs: config.shutdownTimeoutMs }, 'already shutting down');
+  });
   const force = setTimeout(() => {
     log.error('shutdown took too long; exiting');
     process.exit(1);
