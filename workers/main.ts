@@ -69,7 +69,9 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
   const journeys = createJourneyEngine({ db, log, metrics, ...createWatermark(eventsQueues, config.journeyGraceMs) });
   // The erasure guard's connections: batches stored at once beyond these wait their turn.
   const guardPool = createLockPool(config, GUARD_CONNECTIONS, log);
+  const window = { retentionDays: config.eventsRetentionDays };
   const persist = createEventPersister(db, journeys, {
+    window,
     maxRows: config.workerBatchMax,
     waitMs: config.workerBatchWaitMs,
     onStatement: (n) => metrics.batchSize.observe(n),
@@ -199,7 +201,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
       );
     }
     const error = dbErrorMessage(err);
-    if (!(await recordBatchFailed(db, list, error))) log.error({ jobId: job.id }, 'could not record the failed events in PostgreSQL');
+    if (!(await recordBatchFailed(db, list, error, window))) log.error({ jobId: job.id }, 'could not record the failed events in PostgreSQL');
     await deadLettered
       .add(list.map((event) => ({ event, error })))
       .catch((e: Error) => log.error({ jobId: job.id, err: e.message }, 'could not dead-letter the failed batch; it stays failed in the events queue'));

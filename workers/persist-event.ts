@@ -9,7 +9,7 @@ import { journeyEligibility } from '../common/domain/journey-limits.ts';
 import { createMicroBatch } from '../common/micro-batch.ts';
 import type { QueuedEvent } from '../common/queues.ts';
 import type { ErasureGuard } from '../common/store/erasure.ts';
-import { insertEventsOnce, isMissingPartition, type EventRow, type EventStatus } from '../common/store/events.ts';
+import { insertEventsOnce, isMissingPartition, type EventRow, type EventStatus, type IdentityWindow } from '../common/store/events.ts';
 import { createEventPartitions } from '../common/store/storage.ts';
 import { utcDay } from '../common/domain/partition-plan.ts';
 import type { TrackEvent } from '../common/validation/track.ts';
@@ -47,11 +47,19 @@ export function toEventRow(queued: QueuedEvent, status: EventStatus = 'processed
 }
 
 /** Stores one event once (any number of runs for it write one row); true when this run wrote it. */
-export async function persistEvent(db: Db, queued: QueuedEvent, status: EventStatus = 'processed', error: string | null = null): Promise<boolean> {
+export async function persistEvent(
+  db: Db,
+  queued: QueuedEvent,
+  status: EventStatus = 'processed',
+  error: string | null = null,
+  window: IdentityWindow = FOREVER,
+): Promise<boolean> {
   const row = toEventRow(queued, status, error);
   if (!row) throw new Error(NOT_JSON);
-  return (await insertWithPartitions(db, [row])) === 1;
+  return (await insertWithPartitions(db, [row], window)) === 1;
 }
+
+const FOREVER: IdentityWindow = { retentionDays: null };
 
 interface JobRows {
   rows: EventRow[];
@@ -72,6 +80,8 @@ export function createEventPersister(
   options: {
     maxRows: number;
     waitMs: number;
+    /** EVENTS_RETENTION_DAYS: a messageId whose first copy's day is past it is a new event. */
+    window: IdentityWindow;
     onStatement?: (rows: number) => void;
     /** Holds the erasure lock while a batch is stored, and drops erased and suppressed users' events (common/store/erasure.ts). */
     guard: ErasureGuard;
@@ -99,7 +109,7 @@ export function createEventPersister(
   async function store(jobs: JobRows[]) {
     const rows = jobs.flatMap((j) => j.rows);
     options.onStatement?.(rows.length);
-    const outcomes = await storeIsolating(db, rows);
+    const outcomes = await storeIsolating(db, rows, options.window);
     const handled = await journeys.handleEvents(rows.filter((_, k) => outcomes[k] === null));
     let k = 0;
     let h = 0;
@@ -116,7 +126,7 @@ export function createEventPersister(
       });
       return journeyError;
     });
-    await recordFailed(db, failedRows);
+    await recordFailed(db, failedRows, options.window);
     return results;
   }
 
@@ -150,8 +160,8 @@ function keepOnly(job: JobRows, keep: (row: EventRow) => boolean): void {
  * set goes in one statement, split on a refusal: db.ts). Any other failure (PostgreSQL away, a
  * timeout, a deadlock) fails the whole call.
  */
-export function storeIsolating(db: Db, rows: EventRow[]): Promise<(Error | null)[]> {
-  return splitOnRefusal(rows, async (part) => (await insertWithPartitions(db, part), part.map(() => null)));
+export function storeIsolating(db: Db, rows: EventRow[], window: IdentityWindow): Promise<(Error | null)[]> {
+  return splitOnRefusal(rows, async (part) => (await insertWithPartitions(db, part, window), part.map(() => null)));
 }
 
 /**
@@ -160,20 +170,20 @@ export function storeIsolating(db: Db, rows: EventRow[]): Promise<(Error | null)
  * partitions of the rows' days are made and the statement runs again, once. Never a refusal
  * of the event for its data: the day it needs simply did not exist yet.
  */
-async function insertWithPartitions(db: Db, rows: EventRow[]): Promise<number> {
+async function insertWithPartitions(db: Db, rows: EventRow[], window: IdentityWindow): Promise<number> {
   try {
-    return await insertEventsOnce(db, rows);
+    return await insertEventsOnce(db, rows, window);
   } catch (err) {
     if (!isMissingPartition(err)) throw err;
     // The days of the rows only, not every day between them: one row's clock far off costs one partition.
     await createEventPartitions(poolOf(db), [...new Set(rows.map((r) => utcDay(r.receivedAt)))]);
-    return insertEventsOnce(db, rows);
+    return insertEventsOnce(db, rows, window);
   }
 }
 
 /** Best effort, one row at a time: PostgreSQL may refuse a row even as `failed` (the dead-letter job keeps the event either way). */
-async function recordFailed(db: Db, rows: EventRow[]): Promise<void> {
-  for (const row of rows) await insertWithPartitions(db, [row]).catch(() => {});
+async function recordFailed(db: Db, rows: EventRow[], window: IdentityWindow): Promise<void> {
+  for (const row of rows) await insertWithPartitions(db, [row], window).catch(() => {});
 }
 
 /**
@@ -181,9 +191,9 @@ async function recordFailed(db: Db, rows: EventRow[]): Promise<void> {
  * if PostgreSQL refuses some rows), so that PostgreSQL being away costs one connect timeout, not
  * one per event. Returns false when it could not (the dead-letter queue still holds the events).
  */
-export async function recordBatchFailed(db: Db, events: readonly QueuedEvent[], error: string): Promise<boolean> {
+export async function recordBatchFailed(db: Db, events: readonly QueuedEvent[], error: string, window: IdentityWindow): Promise<boolean> {
   const rows = events.map((e) => toEventRow(e, 'failed', error)).filter((r): r is EventRow => r !== null);
-  return storeIsolating(db, rows).then(
+  return storeIsolating(db, rows, window).then(
     () => true,
     () => false,
   );

@@ -53,11 +53,21 @@ export function retentionBound(now: number, retentionDays: number | null): numbe
   return retentionDays === null ? null : now - retentionDays * DAY_MS;
 }
 
-/** The partitions past the retention at `now`: every event they can hold is older than the bound. */
-export function daysPastRetention(days: readonly number[], now: number, retentionDays: number | null): number[] {
+/**
+ * The start of the oldest day retention keeps whole at `now` (null: forever): every event
+ * received before it is in a partition past the retention, due to be dropped, and its
+ * messageId is free again (events.ts). The one rule of when an event's day expires.
+ */
+export function retentionCutoff(now: number, retentionDays: number | null): number | null {
   const bound = retentionBound(now, retentionDays);
-  if (bound === null) return [];
-  return days.filter((day) => day + DAY_MS <= bound).sort((a, b) => a - b);
+  return bound === null ? null : utcDay(bound);
+}
+
+/** The partitions past the retention at `now`: every event they can hold is older than the cutoff. */
+export function daysPastRetention(days: readonly number[], now: number, retentionDays: number | null): number[] {
+  const cutoff = retentionCutoff(now, retentionDays);
+  if (cutoff === null) return [];
+  return days.filter((day) => day < cutoff).sort((a, b) => a - b);
 }
 
 /** How many whole days after today have their partition, counted without a gap: 0 when tomorrow's is missing. */

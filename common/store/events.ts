@@ -1,7 +1,9 @@
-import { dbErrorMessage, poolOf, type Db } from '../db.ts';
+import { isNoPartitionFor, poolOf, type Db } from '../db.ts';
 import { pgArrayLiteral } from '../pg-array.ts';
 import { hashStored } from '../domain/identity-hash.ts';
 import { fromPgText, toPgText } from '../domain/pg-text.ts';
+import { retentionCutoff } from '../domain/partition-plan.ts';
+import { paddedUserKey } from './person.ts';
 
 export type EventStatus = 'processed' | 'failed';
 
@@ -21,18 +23,27 @@ export interface EventRow {
   error: string | null;
 }
 
+/** What decides whether a repeated messageId is the same event (decisions.md "The messageId identity window is the retention"). */
+export interface IdentityWindow {
+  /** EVENTS_RETENTION_DAYS: null keeps events, and so their identities, forever. */
+  retentionDays: number | null;
+}
+
 /**
  * One row per environment and messageId, many rows in one statement: a repeat (redelivery,
  * crash retry, second gateway, or twice in one batch) stores nothing. The identity is a row of
  * event_ids, claimed in the same statement as the event is inserted (a partitioned table holds
  * no unique index across its partitions): the event is inserted only where its claim was new,
- * whichever day's partition the first copy landed in. The one exception: a row recorded as
- * `failed` becomes `processed` when the event is delivered again and succeeds (an operator
- * retried it from the dead-letter queue); that takes a second statement, only when a batch of
- * `processed` rows met an earlier claim. Returns how many rows it wrote.
- * The only INSERT into events: every path (batches, their bisection, failures) goes through it.
+ * whichever day's partition the first copy landed in, or where the first copy's day is past
+ * the retention as of the new copy's receipt (partition-plan.ts retentionCutoff): then the
+ * claim moves to the new copy, whether or not the maintenance has removed that day yet. The
+ * one exception: a row recorded as `failed` becomes `processed` when the event is delivered
+ * again and succeeds (an operator retried it from the dead-letter queue); that takes a second
+ * statement, only when a batch of `processed` rows met an earlier claim. Returns how many rows
+ * it wrote. The only INSERT into events: every path (batches, their bisection, failures) goes
+ * through it.
  */
-export async function insertEventsOnce(db: Db, rows: EventRow[]): Promise<number> {
+export async function insertEventsOnce(db: Db, rows: EventRow[], window: IdentityWindow = { retentionDays: null }): Promise<number> {
   const unique = new Map<string, EventRow>();
   for (const r of rows) {
     const key = `${r.environmentId}\0${r.messageId}`;
@@ -43,6 +54,7 @@ export async function insertEventsOnce(db: Db, rows: EventRow[]): Promise<number
   const text = (values: (string | null)[]) => values.map((v) => (v === null ? null : toPgText(v)));
   const messageIds = text(col('messageId')) as string[];
   const hashes = messageIds.map(hashStored);
+  const userIds = text(col('userId'));
   // The node-postgres pool, not Prisma: a batch is 14 arrays of up to WORKER_BATCH_MAX values,
   // and Prisma's adapter would cost more client time than the statement's own work. Named, so
   // each connection parses it once.
@@ -51,7 +63,7 @@ export async function insertEventsOnce(db: Db, rows: EventRow[]): Promise<number
     messageIds,
     hashes,
     text(col('event')),
-    text(col('userId')),
+    userIds,
     text(col('anonymousId')),
     col('timestampMs'),
     col('receivedAt'),
@@ -61,6 +73,8 @@ export async function insertEventsOnce(db: Db, rows: EventRow[]): Promise<number
     col('limitReason'),
     col('drivesJourneys'),
     col('error'),
+    userIds.map(paddedUserKey),
+    list.map((r) => retentionCutoff(r.receivedAt, window.retentionDays)),
   ].map((v) => pgArrayLiteral(v) ?? v);
   const {
     rows: [{ n }],
@@ -76,29 +90,32 @@ export async function insertEventsOnce(db: Db, rows: EventRow[]): Promise<number
   return n + revived;
 }
 
+// $16: the start of the oldest day still within retention as of each row's receipt (null:
+// forever); a claim older than it belongs to a copy that retention removes, and moves to this one.
 const INSERT_EVENTS = `
   WITH batch AS MATERIALIZED (
-    SELECT e, m, h, n, u, a, t, to_timestamp(r / 1000.0)::timestamptz(3) AS r, p, s, w, l, d, x
+    SELECT e, m, h, n, u, a, t, to_timestamp(r / 1000.0)::timestamptz(3) AS r, p, s, w, l, d, x, k, to_timestamp(c / 1000.0)::timestamptz(3) AS c
     FROM unnest($1::uuid[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::float8[], $9::text[], $10::text[],
-                $11::bool[], $12::text[], $13::bool[], $14::text[])
-         AS batch(e, m, h, n, u, a, t, r, p, s, w, l, d, x)
+                $11::bool[], $12::text[], $13::bool[], $14::text[], $15::text[], $16::float8[])
+         AS batch(e, m, h, n, u, a, t, r, p, s, w, l, d, x, k, c)
   ), claimed AS (
-    INSERT INTO event_ids (environment_id, message_hash, received_at)
+    INSERT INTO event_ids AS i (environment_id, message_hash, received_at)
     SELECT e, h, r FROM batch
-    ON CONFLICT DO NOTHING
+    ON CONFLICT (environment_id, message_hash) DO UPDATE SET received_at = EXCLUDED.received_at
+      WHERE i.received_at < (SELECT b.c FROM batch b WHERE b.e = EXCLUDED.environment_id AND b.h = EXCLUDED.message_hash)
     RETURNING environment_id, message_hash
   ), stored AS (
     INSERT INTO events (environment_id, message_id, message_hash, event, user_id, anonymous_id, "timestamp", received_at,
-                        payload, status, within_limits, limit_reason, drives_journeys, error)
-    SELECT e, m, h, n, u, a, to_timestamp(t / 1000.0), r, p, s, w, l, d, x
+                        payload, status, within_limits, limit_reason, drives_journeys, error, user_key)
+    SELECT e, m, h, n, u, a, to_timestamp(t / 1000.0), r, p, s, w, l, d, x, k
     FROM batch JOIN claimed ON claimed.environment_id = batch.e AND claimed.message_hash = batch.h
     RETURNING 1
   )
   SELECT count(*)::int AS n FROM stored`;
 
-/** Whether PostgreSQL refused an insert because no partition of events holds the row's received_at (SQLSTATE 23514 with this text). */
+/** Whether PostgreSQL refused an insert because no partition of events holds the row's received_at (db.ts isNoPartitionFor). */
 export function isMissingPartition(err: unknown): boolean {
-  return /no partition of relation "events" found for row/.test(dbErrorMessage(err));
+  return isNoPartitionFor(err, 'events');
 }
 
 export interface StoredEvent {

@@ -244,8 +244,9 @@ export async function moveLegacyEvents(
          SELECT environment_id, message_hash, received_at FROM batch WHERE received_at >= coalesce($1::timestamptz, '-infinity')
          ON CONFLICT DO NOTHING RETURNING environment_id, message_hash),
        stored AS (
-         INSERT INTO events (${columns})
-         SELECT ${columns.replace(/("\w+"|\w+)/g, 'b.$1')} FROM batch b JOIN claimed c ON c.environment_id = b.environment_id AND c.message_hash = b.message_hash
+         INSERT INTO events (${columns}, user_key)
+         SELECT ${columns.replace(/("\w+"|\w+)/g, 'b.$1')}, intake_padded_user_key(b.user_id)
+           FROM batch b JOIN claimed c ON c.environment_id = b.environment_id AND c.message_hash = b.message_hash
          RETURNING 1),
        progress AS (UPDATE events_legacy_moved SET last_id = (SELECT max(id) FROM batch) WHERE EXISTS (SELECT 1 FROM batch))
        SELECT (SELECT max(id) FROM batch)::text AS last, (SELECT count(*) FROM stored)::int AS n`,

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { DAY_MS, partitionName } from '../../common/domain/partition-plan.ts';
 import { poolOf } from '../../common/db.ts';
 import { eventNames, findEvent, insertEventsOnce, recentEvents, type EventRow } from '../../common/store/events.ts';
-import { createEventPartitions, createPartitionsFor, eventPartitions } from '../../common/store/storage.ts';
+import { createEventPartitions, createPartitionsFor, dropEventPartition, eventPartitions } from '../../common/store/storage.ts';
 import { maintenanceRound } from '../../workers/storage-maintenance.ts';
 import { persistEvent } from '../../workers/persist-event.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -91,6 +91,40 @@ test('a messageId sent again across a partition boundary is stored once, in the 
     }),
   );
   t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId, messageId: 'dup' } }), 1);
+});
+
+test('a messageId whose first copy is past retention is a new event, whether or not the maintenance has removed its day yet', async (t) => {
+  const tenant = await newTenant(h);
+  const day = Date.UTC(2032, 4, 10);
+  const first = day + 10 * 3_600_000;
+  t.is(await insert([row(tenant, 'expiring', first), row(tenant, 'detached', first)]), 2);
+  const resend = (messageId: string, at: number) =>
+    persistEvent(h.db, { environmentId: tenant.environmentId, messageId, receivedAt: at, timestampMs: first, payload: row(tenant, messageId, at).payload }, 'processed', null, {
+      retentionDays: 1,
+    });
+  // A day later the first copy is within its retention: the same event.
+  t.false(await resend('expiring', first + DAY_MS));
+  // Once its whole day is past a day of retention it is a new event, though its partition is still there.
+  const past = day + 2 * DAY_MS;
+  t.false(await resend('expiring', past - 1));
+  t.true(await resend('expiring', past));
+  t.like(await findEvent(h.db, tenant.environmentId, 'expiring'), { receivedAt: past });
+  // Between the detach of the day and the removal of its identities: the same.
+  const pool = poolOf(h.db);
+  const name = partitionName(day);
+  await pool.query(`ALTER TABLE events DETACH PARTITION "${name}"`);
+  t.true(await resend('detached', past + 5));
+  // The maintenance then finishes the day: the new copies stay, each stored once.
+  const client = await pool.connect();
+  try {
+    await dropEventPartition(client, name);
+  } finally {
+    client.release();
+  }
+  for (const messageId of ['expiring', 'detached']) {
+    t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId, messageId } }), 1, messageId);
+    t.truthy(await findEvent(h.db, tenant.environmentId, messageId), messageId);
+  }
 });
 
 test('a failed event delivered again and stored becomes processed, whichever partition holds it', async (t) => {
