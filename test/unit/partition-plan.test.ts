@@ -8,6 +8,7 @@ import {
   partitionDay,
   partitionName,
   retentionBound,
+  retentionCutoff,
   utcDay,
 } from '../../common/domain/partition-plan.ts';
 
@@ -48,6 +49,19 @@ test('retention drops a partition only once all of its day is past the bound; fo
   t.deepEqual(daysPastRetention(days, d('2026-11-26T23:59:59.999Z'), 3), []);
   t.deepEqual(daysPastRetention(days, now, null), []);
   t.is(retentionBound(now, null), null);
+});
+
+test('the retention cutoff is the start of the oldest day kept whole: an event received before it is past retention, its messageId free again', (t) => {
+  t.is(retentionCutoff(d('2026-11-27T12:00:00Z'), 1), d('2026-11-26T00:00:00Z'));
+  t.is(retentionCutoff(d('2026-11-27T00:00:00Z'), 1), d('2026-11-26T00:00:00Z'));
+  t.is(retentionCutoff(d('2026-11-26T23:59:59.999Z'), 1), d('2026-11-25T00:00:00Z'));
+  t.is(retentionCutoff(d('2026-11-27T12:00:00Z'), null), null);
+  // The same rule as the partitions': a day is dropped exactly when it is before the cutoff.
+  const days = Array.from({ length: 10 }, (_, i) => d('2026-11-20') + i * DAY_MS);
+  for (const now of [d('2026-11-27T00:00:00Z'), d('2026-11-27T05:00:00Z'), d('2026-11-29T23:59:59.999Z')]) {
+    const cutoff = retentionCutoff(now, 2)!;
+    t.deepEqual(daysPastRetention(days, now, 2), days.filter((day) => day < cutoff));
+  }
 });
 
 test('days ahead counts the partitions after today without a gap', (t) => {
