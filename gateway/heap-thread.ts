@@ -26,7 +26,7 @@ export function runOnGatewayThread(argv: string[], semiSpaceMb: number): Promise
     resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb(semiSpaceMb) },
   });
   // Signals reach the main thread only: the first of each is the thread's cue to drain and stop
-  // (a second, unhandled, ends the process as before).
+  // (cli/intake.ts absorbs the later ones while it does).
   const forward = (signal: NodeJS.Signals) => thread.postMessage({ signal });
   process.once('SIGTERM', forward);
   process.once('SIGINT', forward);
