@@ -22,6 +22,7 @@ import { createGatewayMetrics } from './metrics/gateway-metrics.ts';
 import { createAdmission } from './admission.ts';
 import { createUploadWatch } from './upload-watch.ts';
 import { createLiveRecorder } from './live/recorder.ts';
+import { createTrustedClock } from '../common/trusted-clock.ts';
 import type { ClusterMember } from './cluster/member.ts';
 
 export interface Gateway {
@@ -112,7 +113,10 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
   // hold every other read for its whole timeout).
   const profileReader = createProfileReader(poolOf(db), { maxBatch: 256, maxInFlight: readersInFlight }, readRoute);
   const scraped = deps.cluster ? deps.cluster.shareMetrics(registry) : registry;
+  // Receipt times on PostgreSQL's clock, as the workers' partitions and an erasure's time are.
+  const clock = await createTrustedClock(poolOf(db), log);
   const app = createApp({
+    clock,
     config,
     db,
     redis,
@@ -160,6 +164,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
         await json.close();
         memory.close();
         await readRoute.close();
+        clock.close();
         await closeQueues(eventsQueues, redis);
         log.info('gateway stopped');
       })()),

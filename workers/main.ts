@@ -1,6 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Config } from '../common/config.ts';
 import { createLockPool, dbErrorMessage, poolOf, type Db } from '../common/db.ts';
+import { createTrustedClock } from '../common/trusted-clock.ts';
 import type { Logger } from '../common/logger.ts';
 import {
   DEAD_LETTER_QUEUE,
@@ -69,9 +70,10 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
   const journeys = createJourneyEngine({ db, log, metrics, ...createWatermark(eventsQueues, config.journeyGraceMs) });
   // The erasure guard's connections: batches stored at once beyond these wait their turn.
   const guardPool = createLockPool(config, GUARD_CONNECTIONS, log);
-  const window = { retentionDays: config.eventsRetentionDays };
+  const clock = await createTrustedClock(poolOf(db), log);
+  const time = { retentionDays: config.eventsRetentionDays, now: clock.now };
   const persist = createEventPersister(db, journeys, {
-    window,
+    time,
     maxRows: config.workerBatchMax,
     waitMs: config.workerBatchWaitMs,
     onStatement: (n) => metrics.batchSize.observe(n),
@@ -201,7 +203,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
       );
     }
     const error = dbErrorMessage(err);
-    if (!(await recordBatchFailed(db, list, error, window))) log.error({ jobId: job.id }, 'could not record the failed events in PostgreSQL');
+    if (!(await recordBatchFailed(db, list, error, time))) log.error({ jobId: job.id }, 'could not record the failed events in PostgreSQL');
     await deadLettered
       .add(list.map((event) => ({ event, error })))
       .catch((e: Error) => log.error({ jobId: job.id, err: e.message }, 'could not dead-letter the failed batch; it stays failed in the events queue'));
@@ -227,6 +229,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     log,
     onFigures: (figures) => metrics.storage.set(figures),
     onRound: (outcome) => metrics.storage.rounds.inc({ outcome }),
+    clock,
   });
 
   const ready = () => readiness({ db, redis: connection, memory });
@@ -246,6 +249,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
       await Promise.all([...eventWorkers.map((w) => w.close()), deadLettered.close(), serviceEvents.close(), timers.close(), storage.close()]);
       await Promise.all([closeQueues([relayQueue, ...eventsQueues, deadLetters], connection), metricsServer.close()]);
       await guardPool.end();
+      clock.close();
       memory.close();
       warnings.close();
       log.info('worker stopped');

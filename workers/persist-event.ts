@@ -11,7 +11,7 @@ import type { QueuedEvent } from '../common/queues.ts';
 import type { ErasureGuard } from '../common/store/erasure.ts';
 import { insertEventsOnce, isMissingPartition, type EventRow, type EventStatus, type IdentityWindow } from '../common/store/events.ts';
 import { createEventPartitions } from '../common/store/storage.ts';
-import { utcDay } from '../common/domain/partition-plan.ts';
+import { clampedReceipt, utcDay } from '../common/domain/partition-plan.ts';
 import type { TrackEvent } from '../common/validation/track.ts';
 import type { JourneyEngine } from './journeys.ts';
 
@@ -52,14 +52,23 @@ export async function persistEvent(
   queued: QueuedEvent,
   status: EventStatus = 'processed',
   error: string | null = null,
-  window: IdentityWindow = FOREVER,
+  time: StoreTime = OWN_CLOCK_FOREVER,
 ): Promise<boolean> {
   const row = toEventRow(queued, status, error);
   if (!row) throw new Error(NOT_JSON);
-  return (await insertWithPartitions(db, [row], window)) === 1;
+  return (await insertWithPartitions(db, [row], time)) === 1;
 }
 
-const FOREVER: IdentityWindow = { retentionDays: null };
+/**
+ * What the store judges time by: the retention (a messageId whose first copy's day is past it is
+ * a new event, events.ts) and the trusted clock (common/trusted-clock.ts), against which a
+ * receipt is clamped before its day's partition may be made.
+ */
+export interface StoreTime extends IdentityWindow {
+  now(): number;
+}
+
+const OWN_CLOCK_FOREVER: StoreTime = { retentionDays: null, now: Date.now };
 
 interface JobRows {
   rows: EventRow[];
@@ -80,8 +89,7 @@ export function createEventPersister(
   options: {
     maxRows: number;
     waitMs: number;
-    /** EVENTS_RETENTION_DAYS: a messageId whose first copy's day is past it is a new event. */
-    window: IdentityWindow;
+    time: StoreTime;
     onStatement?: (rows: number) => void;
     /** Holds the erasure lock while a batch is stored, and drops erased and suppressed users' events (common/store/erasure.ts). */
     guard: ErasureGuard;
@@ -109,7 +117,7 @@ export function createEventPersister(
   async function store(jobs: JobRows[]) {
     const rows = jobs.flatMap((j) => j.rows);
     options.onStatement?.(rows.length);
-    const outcomes = await storeIsolating(db, rows, options.window);
+    const outcomes = await storeIsolating(db, rows, options.time);
     const handled = await journeys.handleEvents(rows.filter((_, k) => outcomes[k] === null));
     let k = 0;
     let h = 0;
@@ -126,7 +134,7 @@ export function createEventPersister(
       });
       return journeyError;
     });
-    await recordFailed(db, failedRows, options.window);
+    await recordFailed(db, failedRows, options.time);
     return results;
   }
 
@@ -160,30 +168,34 @@ function keepOnly(job: JobRows, keep: (row: EventRow) => boolean): void {
  * set goes in one statement, split on a refusal: db.ts). Any other failure (PostgreSQL away, a
  * timeout, a deadlock) fails the whole call.
  */
-export function storeIsolating(db: Db, rows: EventRow[], window: IdentityWindow): Promise<(Error | null)[]> {
-  return splitOnRefusal(rows, async (part) => (await insertWithPartitions(db, part, window), part.map(() => null)));
+export function storeIsolating(db: Db, rows: EventRow[], time: StoreTime): Promise<(Error | null)[]> {
+  return splitOnRefusal(rows, async (part) => (await insertWithPartitions(db, part, time), part.map(() => null)));
 }
 
 /**
  * insertEventsOnce, and when no partition holds a row's received time (the maintenance has not
- * made it ahead: a worker down for days, an event queued long ago, a clock far off), the
- * partitions of the rows' days are made and the statement runs again, once. Never a refusal
- * of the event for its data: the day it needs simply did not exist yet.
+ * made it ahead: a worker down for days, an event queued long ago), the partitions of the rows'
+ * days are made and the statement runs again, once. Never a refusal of the event for its data:
+ * the day it needs simply did not exist yet. A receipt further ahead of the trusted clock than
+ * the future bound (a gateway whose clock runs ahead) is clamped to that clock first: a
+ * partition is never made for a day the service's clock has not reached.
  */
-async function insertWithPartitions(db: Db, rows: EventRow[], window: IdentityWindow): Promise<number> {
+async function insertWithPartitions(db: Db, rows: EventRow[], time: StoreTime): Promise<number> {
+  const now = time.now();
+  for (const row of rows) row.receivedAt = clampedReceipt(row.receivedAt, now);
   try {
-    return await insertEventsOnce(db, rows, window);
+    return await insertEventsOnce(db, rows, time);
   } catch (err) {
     if (!isMissingPartition(err)) throw err;
     // The days of the rows only, not every day between them: one row's clock far off costs one partition.
     await createEventPartitions(poolOf(db), [...new Set(rows.map((r) => utcDay(r.receivedAt)))]);
-    return insertEventsOnce(db, rows, window);
+    return insertEventsOnce(db, rows, time);
   }
 }
 
 /** Best effort, one row at a time: PostgreSQL may refuse a row even as `failed` (the dead-letter job keeps the event either way). */
-async function recordFailed(db: Db, rows: EventRow[], window: IdentityWindow): Promise<void> {
-  for (const row of rows) await insertWithPartitions(db, [row], window).catch(() => {});
+async function recordFailed(db: Db, rows: EventRow[], time: StoreTime): Promise<void> {
+  for (const row of rows) await insertWithPartitions(db, [row], time).catch(() => {});
 }
 
 /**
@@ -191,9 +203,9 @@ async function recordFailed(db: Db, rows: EventRow[], window: IdentityWindow): P
  * if PostgreSQL refuses some rows), so that PostgreSQL being away costs one connect timeout, not
  * one per event. Returns false when it could not (the dead-letter queue still holds the events).
  */
-export async function recordBatchFailed(db: Db, events: readonly QueuedEvent[], error: string, window: IdentityWindow): Promise<boolean> {
+export async function recordBatchFailed(db: Db, events: readonly QueuedEvent[], error: string, time: StoreTime): Promise<boolean> {
   const rows = events.map((e) => toEventRow(e, 'failed', error)).filter((r): r is EventRow => r !== null);
-  return storeIsolating(db, rows, window).then(
+  return storeIsolating(db, rows, time).then(
     () => true,
     () => false,
   );

@@ -10,6 +10,7 @@ import type { Config } from '../common/config.ts';
 import { historyRemovalHorizon } from '../common/domain/history-retention.ts';
 import { DAY_MS, daysAhead, daysPastRetention, daysToCreate } from '../common/domain/partition-plan.ts';
 import type { Logger } from '../common/logger.ts';
+import type { TrustedClock } from '../common/trusted-clock.ts';
 import { startPollLoop, type PollLoop } from '../common/poll-loop.ts';
 import {
   createEventPartitions,
@@ -182,6 +183,8 @@ export function startStorageMaintenance(deps: {
   log: Logger;
   onFigures: (figures: StorageFigures) => void;
   onRound: (outcome: 'completed' | 'failed') => void;
+  /** The trusted clock (common/trusted-clock.ts): which days are ahead or past retention is read on the database's clock. */
+  clock: Pick<TrustedClock, 'now'>;
 }): PollLoop {
   const { pool, config, log } = deps;
   const history = newHistoryPass();
@@ -192,7 +195,7 @@ export function startStorageMaintenance(deps: {
     round: async (stopping) => {
       let round: MaintenanceRound;
       try {
-        round = await maintenanceRound(pool, config, Date.now(), stopping, history);
+        round = await maintenanceRound(pool, config, deps.clock.now(), stopping, history);
       } catch (err) {
         deps.onRound('failed');
         throw err;
@@ -218,7 +221,7 @@ export function startStorageMaintenance(deps: {
           'storage maintenance',
         );
       }
-      if (!stopping()) deps.onFigures(await storageFigures(pool));
+      if (!stopping()) deps.onFigures(await storageFigures(pool, deps.clock.now()));
       return round.more;
     },
   });

@@ -1,6 +1,8 @@
 // Which daily partitions of `events` should exist and which retention removes: pure rules of
-// time, with the clock passed in. A partition holds one UTC day of received_at, [day, day + 1),
+// time, with the clock passed in (the trusted clock: common/trusted-clock.ts). A partition holds one UTC day of received_at, [day, day + 1),
 // and is named after it (events_p20261127), so its name alone gives its bounds.
+
+import { isTooFarAhead } from './future-bound.ts';
 
 export const DAY_MS = 86_400_000;
 const NAME = /^events_p(\d{4})(\d{2})(\d{2})$/;
@@ -76,4 +78,13 @@ export function daysAhead(existing: ReadonlySet<number>, now: number): number {
   let n = 0;
   while (existing.has(today + (n + 1) * DAY_MS)) n++;
   return n;
+}
+
+/**
+ * The receipt time an event is stored with: as the gateway stamped it, unless it is further ahead
+ * of the trusted clock than the service's future bound (a gateway whose clock runs ahead), then
+ * the trusted clock's now. Clamped rather than refused: the event was acknowledged.
+ */
+export function clampedReceipt(receivedAt: number, now: number): number {
+  return isTooFarAhead(receivedAt, now) ? now : receivedAt;
 }

@@ -7,15 +7,16 @@ import { routeName, type IngestState } from '../state.ts';
 export type ObserveRequest = (route: string, status: number, seconds: number) => void;
 
 /**
- * Outermost: stamps the receipt time and request id, and logs one line with the final status.
- * The same measurement feeds the request metrics (one layer and one clock read fewer than a
- * middleware of their own on Track's hot path).
+ * Outermost: stamps the receipt time (on the trusted clock, PostgreSQL's: common/trusted-clock.ts)
+ * and request id, and logs one line with the final status. The same measurement feeds the
+ * request metrics (one layer and one clock read fewer than a middleware of their own on Track's
+ * hot path).
  */
-export function requestLog(log: Logger, observe: ObserveRequest): Middleware<IngestState> {
+export function requestLog(log: Logger, observe: ObserveRequest, now: () => number): Middleware<IngestState> {
   const logLine = infoLine(log);
   return async function requestLog(ctx, next) {
     const started = performance.now();
-    ctx.state.receivedAt = Date.now();
+    ctx.state.receivedAt = now();
     ctx.state.requestId = randomUUID();
     ctx.set('X-Request-Id', ctx.state.requestId);
     try {

@@ -1,5 +1,6 @@
 import test from 'ava';
 import {
+  clampedReceipt,
   DAY_MS,
   daysAhead,
   daysBetween,
@@ -62,6 +63,14 @@ test('the retention cutoff is the start of the oldest day kept whole: an event r
     const cutoff = retentionCutoff(now, 2)!;
     t.deepEqual(daysPastRetention(days, now, 2), days.filter((day) => day < cutoff));
   }
+});
+
+test('a receipt further ahead of the trusted clock than the future bound is clamped to its now; closer ones stand', (t) => {
+  const now = d('2026-12-05T12:00:00Z');
+  t.is(clampedReceipt(now + 20 * DAY_MS, now), now);
+  t.is(clampedReceipt(now + 5 * 60_000 + 1, now), now);
+  t.is(clampedReceipt(now + 5 * 60_000, now), now + 5 * 60_000);
+  t.is(clampedReceipt(now - 3 * DAY_MS, now), now - 3 * DAY_MS);
 });
 
 test('days ahead counts the partitions after today without a gap', (t) => {

@@ -184,7 +184,7 @@ test.serial("the worker's loop logs what a round removed of the address history"
   const profiles = await insertHistories(50, horizon - 10 * DAY_MS, seeded(17));
   const expected = expectedRemoval(await claimsOf(profiles), horizon);
   const { log, records } = capturedLogger();
-  const loop = startStorageMaintenance({ pool, config: settings(30), log, onFigures: () => {}, onRound: () => {} });
+  const loop = startStorageMaintenance({ pool, config: settings(30), log, onFigures: () => {}, onRound: () => {}, clock: { now: Date.now } });
   let logged: Record<string, unknown> | undefined;
   try {
     logged = await eventually(async () => records.find((r) => r.msg === 'storage maintenance' && Number(r.addressClaimsRemoved) > 0));

@@ -80,15 +80,15 @@ test('a messageId sent again across a partition boundary is stored once, in the 
   // The resend, received a millisecond later in the next day's partition, in a batch with a new event.
   t.is(await insert([row(tenant, 'dup', midnight), row(tenant, 'new', midnight)]), 1);
   t.deepEqual(await partitionsOf(tenant), { dup: 'events_p20310101', new: 'events_p20310102' });
-  // And through the worker's own path, days later.
+  // And through the worker's own path, days later (its trusted clock then), retention forever.
   t.false(
-    await persistEvent(h.db, {
-      environmentId: tenant.environmentId,
-      messageId: 'dup',
-      receivedAt: midnight + 3 * DAY_MS,
-      timestampMs: midnight,
-      payload: first.payload,
-    }),
+    await persistEvent(
+      h.db,
+      { environmentId: tenant.environmentId, messageId: 'dup', receivedAt: midnight + 3 * DAY_MS, timestampMs: midnight, payload: first.payload },
+      'processed',
+      null,
+      { retentionDays: null, now: () => midnight + 3 * DAY_MS },
+    ),
   );
   t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId, messageId: 'dup' } }), 1);
 });
@@ -101,6 +101,7 @@ test('a messageId whose first copy is past retention is a new event, whether or 
   const resend = (messageId: string, at: number) =>
     persistEvent(h.db, { environmentId: tenant.environmentId, messageId, receivedAt: at, timestampMs: first, payload: row(tenant, messageId, at).payload }, 'processed', null, {
       retentionDays: 1,
+      now: () => at,
     });
   // A day later the first copy is within its retention: the same event.
   t.false(await resend('expiring', first + DAY_MS));
@@ -137,16 +138,26 @@ test('a failed event delivered again and stored becomes processed, whichever par
 test('a received time with no partition yet makes its day’s partition and is stored, not refused', async (t) => {
   const tenant = await newTenant(h);
   const far = Date.UTC(2033, 5, 15, 12);
-  t.true(
-    await persistEvent(h.db, {
-      environmentId: tenant.environmentId,
-      messageId: 'far',
-      receivedAt: far,
-      timestampMs: far,
-      payload: row(tenant, 'far', far).payload,
-    }),
-  );
+  const event = { environmentId: tenant.environmentId, messageId: 'far', receivedAt: far, timestampMs: far, payload: row(tenant, 'far', far).payload };
+  // The trusted clock has reached that day (an event queued long ago, a worker down for days).
+  t.true(await persistEvent(h.db, event, 'processed', null, { retentionDays: null, now: () => far + DAY_MS }));
   t.deepEqual(await partitionsOf(tenant), { far: 'events_p20330615' });
+});
+
+test('a receipt far ahead of the trusted clock is stored at the clock’s now: no partition is made for a day it has not reached', async (t) => {
+  const tenant = await newTenant(h);
+  const now = Date.UTC(2034, 2, 1, 12);
+  const ahead = now + 20 * DAY_MS;
+  const event = { environmentId: tenant.environmentId, messageId: 'ahead', receivedAt: ahead, timestampMs: ahead, payload: row(tenant, 'ahead', ahead).payload };
+  t.true(await persistEvent(h.db, event, 'processed', null, { retentionDays: null, now: () => now }));
+  t.deepEqual(await partitionsOf(tenant), { ahead: 'events_p20340301' });
+  t.like(await findEvent(h.db, tenant.environmentId, 'ahead'), { receivedAt: now });
+  t.false((await eventPartitions(poolOf(h.db))).some((p) => p.name === partitionName(ahead - (ahead % DAY_MS))));
+  // Within the future bound (clocks a minute apart) the gateway's time stands.
+  const near = now + 60_000;
+  const close = { ...event, messageId: 'near', receivedAt: near, payload: row(tenant, 'near', near).payload };
+  t.true(await persistEvent(h.db, close, 'processed', null, { retentionDays: null, now: () => now }));
+  t.like(await findEvent(h.db, tenant.environmentId, 'near'), { receivedAt: near });
 });
 
 test('the maintenance run by two workers at once makes each partition once', async (t) => {
