@@ -254,7 +254,7 @@ const settings = {
   maxInFlight: {
     env: 'MAX_IN_FLIGHT',
     default: '1000',
-    doc: "Identify, Track and Profiles requests one gateway handles at once, each counted from when its body is read (Profiles: once its key is checked) until answered; beyond it a request is refused at once with 429 and Retry-After. The process's own protection: one environment alone cannot fill it (MAX_IN_FLIGHT_PER_ENVIRONMENT)",
+    doc: "Identify, Track and Profiles requests one gateway handles at once, each counted from when its body is read (Profiles: once its key is checked) until answered; shared fairly: an environment is refused at once with 429 and Retry-After when it holds as many as are free (docs/reliability.md, fair shares). The process's own protection: one environment alone holds at most half of it, and at most MAX_IN_FLIGHT_PER_ENVIRONMENT",
     parse: int(1, 1_000_000),
   },
   maxInFlightPerEnvironment: {
@@ -266,7 +266,7 @@ const settings = {
   maxUploads: {
     env: 'MAX_UPLOADS',
     default: '500',
-    doc: 'Track and Identify bodies one gateway reads at once, each counted from when its key is checked until it has arrived (a moment for most, longer for a slow or stalled upload); one more is refused before its body is read, with 429, Retry-After and a closed connection (docs/reliability.md)',
+    doc: 'Track and Identify bodies one gateway reads at once, each counted from when its key is checked until it has arrived (a moment for most, longer for a slow or stalled upload); shared fairly: an environment holding as many as are free is refused before its body is read, with 429, Retry-After and a closed connection, unless another holds more, whose latest upload is then taken back with that answer (docs/reliability.md, fair shares)',
     parse: int(1, 1_000_000),
   },
   maxUploadsPerEnvironment: {

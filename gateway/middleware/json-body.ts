@@ -1,8 +1,8 @@
 import type { Context, Middleware } from 'koa';
 import { readBodyText } from '../read-body.ts';
-import { requestTimeout, type ApiError } from '../errors.ts';
-import type { Admission } from '../admission.ts';
-import type { UploadWatch } from '../upload-watch.ts';
+import { requestTimeout, tooManyRequests, type ApiError } from '../errors.ts';
+import type { Admission, EnvironmentSlots, UploadSlot } from '../admission.ts';
+import type { Upload, UploadWatch } from '../upload-watch.ts';
 import type { IngestState } from '../state.ts';
 
 export interface BodyErrors {
@@ -18,13 +18,53 @@ export interface Uploads {
   watch: UploadWatch;
 }
 
+// An upload taken back for another environment is refused as if it had not been admitted: the rest of its body is not read.
+const takenBack = tooManyRequests(true);
+
+/**
+ * One upload: its slot, and the watch readBodyText registers its body with (forwarded to the
+ * gateway's), which it remembers so that the admission can cut the read when it takes the slot
+ * back. The cut is the watch's own (readBodyText fails with 408), told apart by `reclaimed`.
+ */
+class WatchedUpload implements UploadSlot, UploadWatch {
+  holder: EnvironmentSlots | null = null;
+  place = -1;
+  reclaimed = false;
+  private upload: Upload | null = null;
+  constructor(private readonly uploads: UploadWatch) {}
+  watch(cut: () => void): Upload {
+    return (this.upload = this.uploads.watch(cut));
+  }
+  unwatch(upload: Upload): void {
+    this.uploads.unwatch(upload);
+    this.upload = null;
+  }
+  reclaim(): void {
+    this.reclaimed = true;
+    const upload = this.upload;
+    // None once the read has ended, or when it never watched (413 from Content-Length): nothing to stop.
+    if (!upload) return;
+    this.unwatch(upload);
+    upload.cut();
+  }
+  // The rest of an UploadWatch, which readBodyText does not use: the gateway's, which the server closes.
+  active(): number {
+    return this.uploads.active();
+  }
+  cuts(): number {
+    return this.uploads.cuts();
+  }
+  close(): void {}
+}
+
 /**
  * Check 6a: read the body as UTF-8 text whatever the Content-Type says (JSON is only
  * recommended), up to the route's cap (read-body.ts: koa-bodyparser's limits, Content-Encoding
  * and early 413). It is parsed by the next step, on or off the event loop by its size
  * (json-pool.ts). A body not yet whole is an upload: it first takes an upload slot of its
- * environment (or 429, the body unread) and is cut with 408 when it arrives too slowly. A body
- * already whole waits on nothing and takes no slot.
+ * environment (or 429, the body unread), is cut with 408 when it arrives too slowly, and with
+ * 429 when the admission takes its slot back for an environment holding fewer. A body already
+ * whole waits on nothing and takes no slot.
  */
 export function jsonBody(limitBytes: number, errors: BodyErrors, uploads: Uploads): Middleware<IngestState> {
   return async function jsonBody(ctx: Context, next) {
@@ -33,12 +73,11 @@ export function jsonBody(limitBytes: number, errors: BodyErrors, uploads: Upload
     // PostgreSQL). Usually it has not: the checks run between the parser's callback for the
     // headers and the one for a body even in the same packet, so nearly every body is an upload
     // for a moment, and one that is truly slow stays one.
-    const whole = req.complete;
-    const environmentId: string = ctx.state.environment.id;
-    if (!whole) uploads.admission.beginUpload(environmentId);
+    const upload = req.complete ? null : new WatchedUpload(uploads.watch);
+    if (upload) uploads.admission.beginUpload(ctx.state.environment.id, upload);
     let text: string;
     try {
-      text = await readBodyText(req, limitBytes, whole ? null : uploads.watch);
+      text = await readBodyText(req, limitBytes, upload);
     } catch (err) {
       const status = (err as { status?: number }).status;
       if (status === 413) {
@@ -46,10 +85,10 @@ export function jsonBody(limitBytes: number, errors: BodyErrors, uploads: Upload
         ctx.set('Connection', 'close');
         throw errors.tooLarge();
       }
-      if (status === 408) throw requestTimeout();
+      if (status === 408) throw upload?.reclaimed ? takenBack : requestTimeout();
       throw errors.notJson();
     } finally {
-      if (!whole) uploads.admission.endUpload(environmentId);
+      if (upload) uploads.admission.endUpload(upload);
     }
     ctx.state.rawBody = text;
     await next();

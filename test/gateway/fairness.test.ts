@@ -1,6 +1,8 @@
 // Fairness between tenants (gateway/admission.ts, gateway/upload-watch.ts): an environment that
-// fills its part of the uploads or of the requests in flight gets 429 with Retry-After while
-// another environment is served; the process's totals still bound everyone; a body that
+// fills its part, or its fair share of what is free, of the uploads or of the requests in flight
+// gets 429 with Retry-After while another environment is served; an environment holding fewer
+// uploads takes one back from the environment holding the most; the process's totals still
+// bound everyone; a body that
 // arrives too slowly is cut with 408 and a closed connection at BODY_TIMEOUT_MS, and its slot
 // freed. Small bounds on in-process gateways; the 1,000-upload lockout at the defaults is
 // test/faults/tenant-lockout.test.ts.
@@ -10,7 +12,7 @@ import test, { type ExecutionContext } from 'ava';
 import { REFUSAL_REASONS, type RefusalReason } from '../../gateway/admission.ts';
 import { METRIC_NAMES } from '../../gateway/metrics/gateway-metrics.ts';
 import { queuedMessageIds } from '../helpers/batches.ts';
-import { eventually } from '../helpers/eventually.ts';
+import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { samples, series } from '../helpers/metrics.ts';
 import { gatewayInProcess, type InProcessGateway } from '../helpers/processes.ts';
@@ -53,37 +55,59 @@ function refusedUnread(t: ExecutionContext, answer: Awaited<HeldUpload['answer']
   t.is(answer?.headers.connection, 'close', what);
 }
 
-test('uploads: beyond its part an environment gets 429 before its body is read, another environment is read; the total binds all', async (t) => {
-  const { h, gateway } = await gatewayWith(t, { MAX_UPLOADS_PER_ENVIRONMENT: '3', MAX_UPLOADS: '5', BODY_TIMEOUT_MS: '60000' });
-  const [a, b, c] = [await newTenant(h), await newTenant(h), await newTenant(h)];
+test('uploads: beyond its part or its fair share an environment gets 429 before its body is read; one holding fewer takes an upload back; the total binds all', async (t) => {
+  const { h, gateway } = await gatewayWith(t, { MAX_UPLOADS_PER_ENVIRONMENT: '2', MAX_UPLOADS: '4', BODY_TIMEOUT_MS: '60000' });
+  const [a, b, c, d, e] = [await newTenant(h), await newTenant(h), await newTenant(h), await newTenant(h), await newTenant(h)];
   // Keys looked up once, so the held uploads wait on nothing but their bodies.
-  for (const tenant of [a, b, c])
+  for (const tenant of [a, b, c, d, e])
     t.is((await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: trackBody() })).status, 202);
+  const reading = (n: number) => eventually(async () => (await gauge(gateway, METRIC_NAMES.uploads)) === n, { intervalMs: 20 });
 
-  const bHeld = [heldTrack(gateway, b), heldTrack(gateway, b), heldTrack(gateway, b)];
-  t.true(await eventually(async () => (await gauge(gateway, METRIC_NAMES.uploads)) === 3, { intervalMs: 20 }), "B's three uploads are being read");
+  const bHeld = [heldTrack(gateway, b), heldTrack(gateway, b)];
+  t.true(await reading(2), "B's two uploads are being read");
   const bExcess = heldTrack(gateway, b);
-  refusedUnread(t, await bExcess.answer, "B's fourth upload");
+  refusedUnread(t, await bExcess.answer, "B's third upload, past its part");
   t.true((await bExcess.closed) < 10_000, 'closed by the gateway');
 
-  // A is read meanwhile, its body arriving in two parts like B's.
-  const aHeld = [heldTrack(gateway, a), heldTrack(gateway, a)];
-  t.true(await eventually(async () => (await gauge(gateway, METRIC_NAMES.uploads)) === 5, { intervalMs: 20 }));
-  // Now the process's total (5) is full: C, which holds nothing, is refused by it.
-  refusedUnread(t, await heldTrack(gateway, c).answer, "C's upload with the total full");
-  t.like(await refusals(gateway), { uploads_environment: 1, uploads: 1, in_flight: 0, in_flight_environment: 0 });
+  // A is read meanwhile, its body arriving in two parts like B's; but with 2 of 4 free a second
+  // upload of A would leave it holding as many as are free: refused.
+  const aHeld = heldTrack(gateway, a);
+  t.true(await reading(3));
+  refusedUnread(t, await heldTrack(gateway, a).answer, "A's second upload, past its fair share");
+  // C, holding none, takes the last slot.
+  const cHeld = heldTrack(gateway, c);
+  t.true(await reading(4), 'the total is full');
+  // D holds none and B two: one of B's uploads is taken back (429, its body unread) and read for D.
+  const dHeld = heldTrack(gateway, d);
+  const bTaken = await Promise.race(bHeld.map((u) => u.answer.then(() => u)));
+  refusedUnread(t, await bTaken.answer, "B's upload taken back for D");
+  t.true((await bTaken.closed) < 10_000, 'closed by the gateway');
+  const [bKept] = bHeld.filter((u) => u !== bTaken);
+  t.is(await Promise.race([bKept.answer.then(() => 'answered'), sleep(200).then(() => 'still read')]), 'still read', "B's other upload is still read");
+  t.is(await gauge(gateway, METRIC_NAMES.uploads), 4);
+  // Now no environment holds two more than E: the process's total (4) refuses E.
+  refusedUnread(t, await heldTrack(gateway, e).answer, "E's upload with the total full");
+  t.like(await refusals(gateway), { uploads_environment: 3, uploads: 1, in_flight: 0, in_flight_environment: 0 });
   // A request without a body takes no upload slot.
-  t.is((await request(gateway.url, `/api/profiles/${c.slug}/nobody`, { method: 'GET', headers: { 'x-api-key': c.key } })).status, 404);
+  t.is((await request(gateway.url, `/api/profiles/${e.slug}/nobody`, { method: 'GET', headers: { 'x-api-key': e.key } })).status, 404);
 
-  for (const upload of [...aHeld, ...bHeld]) upload.finish();
-  for (const upload of [...aHeld, ...bHeld]) t.is((await upload.answer)?.status, 202);
+  const read = [aHeld, bKept, cHeld, dHeld];
+  for (const upload of read) upload.finish();
+  for (const upload of read) t.is((await upload.answer)?.status, 202);
   t.is(await gauge(gateway, METRIC_NAMES.uploads), 0);
-  // Nothing acknowledged is lost: every 202 is queued.
-  const queuedA = await queuedMessageIds(h.operator.eventsQueue(), a.environmentId);
+  // Nothing acknowledged is lost: every 202 is queued, and what was refused is not.
+  for (const [tenant, uploads] of [
+    [a, [aHeld]],
+    [b, [bKept]],
+    [c, [cHeld]],
+    [d, [dHeld]],
+  ] as const) {
+    const queued = await queuedMessageIds(h.operator.eventsQueue(), tenant.environmentId);
+    for (const upload of uploads) t.true(queued.has(upload.messageId));
+  }
   const queuedB = await queuedMessageIds(h.operator.eventsQueue(), b.environmentId);
-  for (const upload of aHeld) t.true(queuedA.has(upload.messageId));
-  for (const upload of bHeld) t.true(queuedB.has(upload.messageId));
   t.false(queuedB.has(bExcess.messageId));
+  t.false(queuedB.has(bTaken.messageId));
   // And B, its slots free again, is read as before.
   const again = heldTrack(gateway, b);
   again.finish();

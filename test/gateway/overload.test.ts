@@ -1,5 +1,6 @@
 // The in-flight bound (MAX_IN_FLIGHT): with every slot held by a request waiting on a hung
-// Redis, one more Identify, Track or Profiles request is refused at once with 429, the body
+// Redis (one of each of two environments: one alone may hold only half, gateway/admission.ts),
+// one more Identify, Track or Profiles request is refused at once with 429, the body
 // {"error":"Too many requests"} and Retry-After; the key and environment checks still come
 // first (a slot is taken once the environment is known), and route checks, health probes and
 // /metrics are not limited. Once Redis answers, the held requests complete and everything
@@ -29,6 +30,7 @@ test('beyond MAX_IN_FLIGHT a request is refused at once with 429 and Retry-After
   const direct = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX });
   t.teardown(() => direct.close());
   const tenant = await newTenant(direct);
+  const other = await newTenant(direct);
   const gateway = await gatewayInProcess(gh);
   t.teardown(() => gateway.close());
 
@@ -39,16 +41,18 @@ test('beyond MAX_IN_FLIGHT a request is refused at once with 429 and Retry-After
     return { ...reply, ms: performance.now() - started };
   };
   const track = (body = trackBody()) => timed(`/api/track/${tenant.slug}`, { headers: auth, body });
+  const otherTrack = (body = trackBody()) => timed(`/api/track/${other.slug}`, { headers: { 'x-api-key': other.key }, body });
   const identify = () => timed(`/api/identify/${tenant.slug}`, { headers: auth, body: { userId: 'u-overload', traits: { plan: 'pro' } } });
   const profile = () => timed(`/api/profiles/${tenant.slug}/u-overload`, { method: 'GET', headers: auth });
   const scrape = async () => (await timed('/metrics', { method: 'GET' })).text;
 
-  // Warm up (the key is cached, the profile exists), then hang Redis under every slot.
+  // Warm up (the keys are cached, the profile exists), then hang Redis under every slot.
   t.is((await track()).status, 202);
+  t.is((await otherTrack()).status, 202);
   t.is((await identify()).status, 200);
   proxy.freeze();
   const held = [trackBody(), trackBody()];
-  const heldReplies = Promise.all(held.map((body) => track(body)));
+  const heldReplies = Promise.all([track(held[0]), otherTrack(held[1])]);
   t.true(await eventually(async () => metric(await scrape(), METRIC_NAMES.inFlight) === MAX_IN_FLIGHT, { timeoutMs: 10_000 }), 'both slots held');
 
   const refused = (what: string, r: Reply & { ms: number }) => {
@@ -75,7 +79,7 @@ test('beyond MAX_IN_FLIGHT a request is refused at once with 429 and Retry-After
   t.true(health.ms < FAST_MS);
   const text = await scrape();
   t.is(metric(text, METRIC_NAMES.inFlight), MAX_IN_FLIGHT);
-  // This environment holds 2 of its 250: the process's total was the bound that refused.
+  // This environment holds 1 of its 250: the process's total was the bound that refused.
   t.is(samples(text).get(series(METRIC_NAMES.refusals, { reason: 'in_flight' })), 3);
   t.is(samples(text).get(series(METRIC_NAMES.refusals, { reason: 'in_flight_environment' })), 0);
   t.regex(text, /^intake_http_requests_total\{route="track",status="429"\} 1$/m);
@@ -86,12 +90,12 @@ test('beyond MAX_IN_FLIGHT a request is refused at once with 429 and Retry-After
   proxy.restore();
   for (const r of await heldReplies) t.is(r.status, 202, r.text);
   t.is(metric(await scrape(), METRIC_NAMES.inFlight), 0);
-  // Two at once fit the bound again.
+  // Two at once, one of each environment, fit the bound again.
   t.deepEqual(
-    (await Promise.all([track(), identify()])).map((r) => r.status),
+    (await Promise.all([otherTrack(), identify()])).map((r) => r.status),
     [202, 200],
   );
   t.is((await profile()).status, 200);
-  const queued = await queuedMessageIds(direct.operator.eventsQueue(), tenant.environmentId);
-  for (const body of held) t.true(queued.has(body.messageId as string));
+  t.true((await queuedMessageIds(direct.operator.eventsQueue(), tenant.environmentId)).has(held[0].messageId as string));
+  t.true((await queuedMessageIds(direct.operator.eventsQueue(), other.environmentId)).has(held[1].messageId as string));
 });
