@@ -1,13 +1,16 @@
 // What the live pages show, read when a page is asked for, each read bounded: the newest events
-// of an environment (PostgreSQL, its received_at index, and the batches still queued), the
-// Identify calls gateways recorded (a Redis stream per environment), the answers per minute of
-// the last hour (one Redis hash per minute), and the dead-letter queue.
+// of an environment (PostgreSQL, its received_at index, and the heads of the events of the batches
+// still queued: job-digests.ts), the Identify calls gateways recorded (a Redis stream per
+// environment), the answers per minute of the last hour (one Redis hash per minute), and the
+// dead-letter queue (the heads of its events, its jobs' reasons).
 import type { Queue } from 'bullmq';
 import type { Db } from '../../common/db.ts';
 import { identifyCallsKey, LIVE_ROUTES, minuteOf, ratesKey, type LiveRoute } from '../../common/live-keys.ts';
-import type { DeadLetterJob, EventBatchJob, QueuedEvent } from '../../common/queues.ts';
+import type { DeadLetterJob, EventBatchJob } from '../../common/queues.ts';
 import type { Redis } from '../../common/redis.ts';
 import { recentEvents, type RecentEvent } from '../../common/store/events.ts';
+import { fieldIs, type EventHead, type HeadField } from './batch-digest.ts';
+import type { JobDigests, Listing } from './job-digests.ts';
 
 export interface EnvironmentChoice {
   id: string;
@@ -39,23 +42,20 @@ export interface EventFilter {
   userId?: string;
 }
 
-/** How many queued batch jobs a page looks through for events not stored yet. */
+/** How many queued batch jobs of each state a page looks through for events not stored yet. */
 const QUEUED_JOBS_READ = 100;
 
-function fromQueue(queued: QueuedEvent): RecentEvent {
-  let event: { event?: unknown; userId?: unknown; anonymousId?: unknown } = {};
-  try {
-    event = JSON.parse(queued.payload);
-  } catch {
-    // A payload that is not JSON is shown by its messageId alone.
-  }
+/** Jobs a read left for later (job-digests.ts): their events show once a later read reaches them. */
+export type Unread = Listing['unread'];
+
+function fromHead(head: EventHead): RecentEvent {
   return {
-    event: typeof event.event === 'string' ? event.event : '',
-    messageId: queued.messageId,
-    userId: typeof event.userId === 'string' ? event.userId : null,
-    anonymousId: typeof event.anonymousId === 'string' ? event.anonymousId : null,
+    event: head.event.value,
+    messageId: head.messageId.value,
+    userId: head.userId?.value ?? null,
+    anonymousId: head.anonymousId?.value ?? null,
     status: 'pending',
-    receivedAt: queued.receivedAt,
+    receivedAt: head.receivedAt,
     error: null,
   };
 }
@@ -64,28 +64,38 @@ function fromQueue(queued: QueuedEvent): RecentEvent {
 export async function environmentEvents(
   db: Db,
   queues: Queue<EventBatchJob>[],
+  digests: JobDigests,
   environmentId: string,
   filter: EventFilter,
   limit: number,
-): Promise<RecentEvent[]> {
+): Promise<{ events: RecentEvent[]; unread: Unread }> {
   const [stored, ...perPartition] = await Promise.all([
     recentEvents(db, environmentId, filter, limit),
-    ...queues.map((queue) => queue.getJobs(['active', 'waiting', 'prioritized', 'delayed'], 0, QUEUED_JOBS_READ - 1)),
+    ...queues.map((queue) => digests.list(queue, ['active', 'waiting', 'prioritized', 'delayed'], QUEUED_JOBS_READ)),
   ]);
-  const jobs = perPartition.flat();
-  const seen = new Set(stored.map((e) => e.messageId));
-  const pending: RecentEvent[] = [];
-  for (const job of jobs) {
-    for (const queued of Array.isArray(job?.data?.events) ? job.data.events : []) {
-      if (queued.environmentId !== environmentId || seen.has(queued.messageId)) continue;
-      const event = fromQueue(queued);
-      if (filter.messageId !== undefined && event.messageId !== filter.messageId) continue;
-      if (filter.userId !== undefined && event.userId !== filter.userId && event.anonymousId !== filter.userId) continue;
-      seen.add(event.messageId);
-      pending.push(event);
+  const storedIds = new Set(stored.map((e) => e.messageId));
+  // A queued event already stored (a batch being stored), or queued twice (a retried enqueue), shows once.
+  const isStored = (id: HeadField) => (id.whole ? storedIds.has(id.value) : [...storedIds].some((stored) => fieldIs(id, stored)));
+  const seen = new Set<string>();
+  const shown: EventHead[] = [];
+  for (const job of perPartition.flatMap((listing) => listing.jobs)) {
+    for (const head of job.heads ?? []) {
+      if (head.environmentId !== environmentId) continue;
+      if (filter.messageId !== undefined && !fieldIs(head.messageId, filter.messageId)) continue;
+      if (filter.userId !== undefined && !fieldIs(head.userId, filter.userId) && !fieldIs(head.anonymousId, filter.userId)) continue;
+      const id = head.messageId.whole ? `=${head.messageId.value}` : `#${head.messageId.hash ?? head.messageId.value}`;
+      if (seen.has(id) || isStored(head.messageId)) continue;
+      seen.add(id);
+      shown.push(head);
     }
   }
-  return [...pending, ...stored].sort((a, b) => b.receivedAt - a.receivedAt).slice(0, limit);
+  const unread = { jobs: 0, bytes: 0 };
+  for (const listing of perPartition) {
+    unread.jobs += listing.unread.jobs;
+    unread.bytes += listing.unread.bytes;
+  }
+  const events = [...shown.map(fromHead), ...stored].sort((a, b) => b.receivedAt - a.receivedAt).slice(0, limit);
+  return { events, unread };
 }
 
 export interface IdentifyCallView {
@@ -159,6 +169,7 @@ export async function answerRates(
 }
 
 export interface DeadLetterView {
+  jobId: string;
   environmentId: string;
   pathValue: string | null;
   messageId: string;
@@ -170,22 +181,27 @@ export interface DeadLetterView {
 }
 
 /** The dead-letter queue's failed jobs (one per refused event), newest first, with their environment's path value. */
-export async function deadLetters(queue: Queue<DeadLetterJob>, db: Db, limit = 100): Promise<DeadLetterView[]> {
-  const jobs = (await queue.getJobs(['failed'], 0, limit - 1)).filter((job) => job?.data?.event);
-  const ids = [...new Set(jobs.map((job) => job.data.event.environmentId))];
+export async function deadLetters(queue: Queue<DeadLetterJob>, digests: JobDigests, db: Db, limit = 100): Promise<{ letters: DeadLetterView[]; unread: Unread }> {
+  const { jobs, unread } = await digests.list(queue, ['failed'], limit, ['finishedOn', 'failedReason']);
+  const letters = jobs
+    .filter((job) => job.heads?.length)
+    .map((job) => ({ jobId: job.id, head: job.heads![0], finishedOn: job.fields.finishedOn, failedReason: job.fields.failedReason }))
+    .sort((a, b) => Number(b.finishedOn ?? 0) - Number(a.finishedOn ?? 0));
+  const ids = [...new Set(letters.map((l) => l.head.environmentId))];
   const environments = ids.length ? await db.environment.findMany({ where: { id: { in: ids } }, select: { id: true, pathValue: true } }) : [];
   const paths = new Map(environments.map((e) => [e.id, e.pathValue]));
-  return jobs.map((job) => {
-    const event = fromQueue(job.data.event);
-    return {
-      environmentId: job.data.event.environmentId,
-      pathValue: paths.get(job.data.event.environmentId) ?? null,
-      messageId: event.messageId,
-      event: event.event,
-      userId: event.userId ?? event.anonymousId,
-      receivedAt: event.receivedAt,
-      failedAt: job.finishedOn ?? null,
-      error: job.failedReason ?? job.data.error ?? '',
-    };
-  });
+  return {
+    unread,
+    letters: letters.map(({ jobId, head, finishedOn, failedReason }) => ({
+      jobId,
+      environmentId: head.environmentId,
+      pathValue: paths.get(head.environmentId) ?? null,
+      messageId: head.messageId.value,
+      event: head.event.value,
+      userId: head.userId?.value ?? head.anonymousId?.value ?? null,
+      receivedAt: head.receivedAt,
+      failedAt: finishedOn ? Number(finishedOn) : null,
+      error: failedReason ?? '',
+    })),
+  };
 }

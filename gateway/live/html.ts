@@ -1,12 +1,28 @@
 // The live view's HTML: server-rendered pages with no script but an optional reload, so a page
 // shows what the server read when it was asked (a browser test reads it as a person would).
-// Every caller-supplied text goes through esc().
+// Every text goes through esc(); text a caller sent goes through callerText() or mono(), which
+// also isolate it (a right-to-left name moves nothing around it) and mark the characters that
+// caller-text.ts never writes as themselves.
+import { escapeCode, replaceUnshowable, SHOWN_CHARS } from './caller-text.ts';
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
+/** Text for an attribute or for the page's own words: HTML-escaped, unshowable characters as `\uXXXX`. */
 export function esc(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (c) => ESCAPES[c]);
+  return replaceUnshowable(String(value ?? '')).replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
+
+/** Caller text in a cell: isolated in <bdi>, at most SHOWN_CHARS characters, each unshowable character marked. */
+function isolated(value: unknown, className?: string): string {
+  let text = String(value ?? '');
+  const cut = text.length > SHOWN_CHARS;
+  // A surrogate pair is not split: its high half alone would be shown as an escape.
+  if (cut) text = text.slice(0, /[\ud800-\udbff]/.test(text[SHOWN_CHARS - 1]) ? SHOWN_CHARS - 1 : SHOWN_CHARS);
+  const html = replaceUnshowable(text.replace(/[&<>"']/g, (c) => ESCAPES[c]), (c) => `<span class="ctl">${escapeCode(c)}</span>`);
+  return `<bdi${className ? ` class="${className}"` : ''}>${html}${cut ? '…' : ''}</bdi>`;
+}
+
+export const callerText = (value: unknown) => isolated(value);
 
 export const PAGES = [
   { path: '/live/events', title: 'Events' },
@@ -27,7 +43,8 @@ button{cursor:pointer;background:#2f6fde;color:#fff;border-color:#2f6fde}
 table{border-collapse:collapse;background:#fff;width:100%;box-shadow:0 1px 2px #0001}
 th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #e6e9ef;vertical-align:top}
 th{background:#eef1f6;font-weight:600;font-size:12px;text-transform:uppercase;color:#55607a}
-td.mono,span.mono{font-family:ui-monospace,monospace;font-size:12px}
+td.mono,.mono{font-family:ui-monospace,monospace;font-size:12px;overflow-wrap:anywhere}
+bdi{unicode-bidi:isolate}.ctl{font-family:ui-monospace,monospace;font-size:11px;color:#a1231c;background:#fde2e1;border-radius:3px;padding:0 2px}
 .pill{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px}
 .processed,.applied{background:#dff5e3;color:#17692a}.pending{background:#fff3d6;color:#8a5a00}
 .failed,.conflict{background:#fde2e1;color:#a1231c}.duplicate{background:#e4ecfb;color:#254f9c}
@@ -56,7 +73,8 @@ export function table(headers: string[], rows: string[][], empty: string): strin
 }
 
 export const pill = (text: string) => `<span class="pill ${esc(text)}">${esc(text)}</span>`;
-export const mono = (text: string) => `<span class="mono">${esc(text)}</span>`;
+/** Caller text in a monospace face (IDs), isolated and marked as callerText() does. */
+export const mono = (text: string) => isolated(text, 'mono');
 export const when = (ms: number) => esc(new Date(ms).toISOString().replace('T', ' ').replace('Z', ''));
 
 /** What an unauthenticated viewer sees instead of personal data. */

@@ -3,6 +3,8 @@
 // (user, applied / duplicate / conflict, the traits' names it changed), the answers per minute
 // of each API over the last hour, and the dead letters with a retry button unless the
 // dashboard is read-only. Personal data is shown only to whom gateway/live/access.ts allows.
+// What a page costs does not grow with what the queues carry (job-digests.ts), and viewers of the
+// same page share one read (shared-read.ts).
 import type { Queue } from 'bullmq';
 import type Koa from 'koa';
 import type { Config } from '../../common/config.ts';
@@ -21,8 +23,11 @@ import {
   listEnvironments,
   type EnvironmentChoice,
   type EventFilter,
+  type Unread,
 } from './data.ts';
-import { esc, HIDDEN, linePlot, mono, page, pill, table, when } from './html.ts';
+import { callerText, esc, HIDDEN, linePlot, mono, page, pill, table, when } from './html.ts';
+import { createJobDigests, type JobDigests } from './job-digests.ts';
+import { createSharedReads, type SharedReads } from './shared-read.ts';
 
 export interface LivePagesDeps {
   config: Pick<Config, 'queuePrefix' | 'redisClusterNodes' | 'dashboardPassword' | 'dashboardReadOnly' | 'liveIdentifyCalls'>;
@@ -35,6 +40,12 @@ export interface LivePagesDeps {
 
 const LIMIT = 50;
 const REFRESH_SECONDS = 5;
+/** How long viewers share a read: under the reload interval, so each tab still sees a newer one. */
+const SHARED_READ_MS = 2000;
+/** Bytes of queued jobs' data one read takes (job-digests.ts); the rest is read by the next ones. */
+const QUEUED_BYTES_PER_READ = 32 * 1_048_576;
+/** The heads of queued events kept between reads. */
+const QUEUED_HEADS_BYTES = 8 * 1_048_576;
 const COLORS: Record<string, string> = { track: '#2f6fde', identify: '#17a34a', profiles: '#d97706' };
 
 interface View {
@@ -43,17 +54,25 @@ interface View {
   refresh: number | undefined;
 }
 
+/** What the pages read through: the live view's dependencies, its queue digests and its shared reads. */
+type Reads = LivePagesDeps & { digests: JobDigests; shared: SharedReads };
+
 /** GET /live/… pages and POST /live/dead-letters/retry; anything else goes on to bull-board. */
 export function livePages(deps: LivePagesDeps): Koa.Middleware {
+  const reads: Reads = {
+    ...deps,
+    digests: createJobDigests({ redis: deps.redis, bytesPerRead: QUEUED_BYTES_PER_READ, cacheBytes: QUEUED_HEADS_BYTES }),
+    shared: createSharedReads({ ttlMs: SHARED_READ_MS, maxKeys: 256 }),
+  };
   const routes: Record<string, (ctx: Koa.Context, view: View) => Promise<void>> = {
-    '/live/events': (ctx, view) => eventsPage(deps, ctx, view),
-    '/live/identify': (ctx, view) => identifyPage(deps, ctx, view),
-    '/live/rates': (ctx, view) => ratesPage(deps, ctx, view),
-    '/live/dead-letters': (ctx, view) => deadLettersPage(deps, ctx, view),
+    '/live/events': (ctx, view) => eventsPage(reads, ctx, view),
+    '/live/identify': (ctx, view) => identifyPage(reads, ctx, view),
+    '/live/rates': (ctx, view) => ratesPage(reads, ctx, view),
+    '/live/dead-letters': (ctx, view) => deadLettersPage(reads, ctx, view),
   };
   return async function live(ctx, next) {
     if (ctx.path === '/live' || ctx.path === '/live/') return ctx.redirect('/live/events');
-    if (ctx.path === '/live/dead-letters/retry') return retry(deps, ctx);
+    if (ctx.path === '/live/dead-letters/retry') return retry(reads, ctx);
     const route = routes[ctx.path];
     if (!route) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
@@ -76,10 +95,10 @@ const text = (value: unknown) => (typeof value === 'string' && value.trim() ? va
 /** The environment a page is about (`?env=<path value>`), the choices, and the filter (`?q=…&by=messageId|userId`). */
 type PageSelection = Awaited<ReturnType<typeof selection>>;
 
-async function selection(deps: LivePagesDeps, ctx: Koa.Context) {
-  const choices = await listEnvironments(deps.db);
+async function selection(deps: Reads, ctx: Koa.Context) {
+  const choices = await deps.shared.get('environments', () => listEnvironments(deps.db));
   const asked = text(ctx.query.env);
-  const env = asked ? await environmentByPath(deps.db, asked) : (choices[0] ?? null);
+  const env = asked ? await deps.shared.get(`environment:${asked}`, () => environmentByPath(deps.db, asked)) : (choices[0] ?? null);
   const q = text(ctx.query.q);
   const by = ctx.query.by === 'userId' ? 'userId' : 'messageId';
   const filter: EventFilter = q === undefined ? {} : { [by]: q };
@@ -96,8 +115,19 @@ function filterForm(path: string, sel: Awaited<ReturnType<typeof selection>>, pe
 }
 
 function noEnvironment(sel: { asked: string | undefined }): string {
-  return `<p class="note">${sel.asked ? `No environment with the path value ${esc(sel.asked)}.` : 'No environment yet: create an organization (intake org create).'}</p>`;
+  return `<p class="note">${sel.asked ? `No environment with the path value ${callerText(sel.asked)}.` : 'No environment yet: create an organization (intake org create).'}</p>`;
 }
+
+/** Says how much of the queue a read left for the next ones (their events show then). */
+function unreadNote(unread: Unread): string {
+  if (!unread.jobs) return '';
+  const mb = (unread.bytes / 1_048_576).toFixed(1);
+  return `<p class="note">${unread.jobs} queued job${unread.jobs === 1 ? '' : 's'} (${mb} MB) not read yet: a page reads at most ${QUEUED_BYTES_PER_READ / 1_048_576} MB of queued jobs, and the next reloads read the rest.</p>`;
+}
+
+/** The key of a shared read: the page, the environment and the filter. */
+const readKey = (page: string, sel: { env: EnvironmentChoice; by: string; q: string | undefined }) =>
+  `${page}:${sel.env.id}${sel.q === undefined ? '' : `:${sel.by}:${sel.q}`}`;
 
 function environmentLine(env: EnvironmentChoice): string {
   return `<p class="note">Organization ${mono(env.org)}, environment ${mono(env.pathValue)}${env.removed ? ' (removed)' : ''}.</p>`;
@@ -109,7 +139,7 @@ function environmentLine(env: EnvironmentChoice): string {
  * what `entries` renders for the chosen environment.
  */
 async function filteredPage(
-  deps: LivePagesDeps,
+  deps: Reads,
   ctx: Koa.Context,
   view: View,
   where: { title: string; path: string },
@@ -128,9 +158,11 @@ async function filteredPage(
   ctx.body = page({ title: where.title, path: where.path, body, refreshSeconds: view.refresh });
 }
 
-function eventsPage(deps: LivePagesDeps, ctx: Koa.Context, view: View) {
+function eventsPage(deps: Reads, ctx: Koa.Context, view: View) {
   return filteredPage(deps, ctx, view, { title: 'Events', path: '/live/events' }, async (sel) => {
-    const events = await environmentEvents(deps.db, deps.eventsQueues, sel.env.id, sel.filter, LIMIT);
+    const { events, unread } = await deps.shared.get(readKey('events', sel), () =>
+      environmentEvents(deps.db, deps.eventsQueues, deps.digests, sel.env.id, sel.filter, LIMIT),
+    );
     const who = (e: { userId: string | null; anonymousId: string | null }) =>
       !view.personal
         ? HIDDEN
@@ -144,24 +176,28 @@ function eventsPage(deps: LivePagesDeps, ctx: Koa.Context, view: View) {
         ['received', 'event', 'messageId', 'user', 'status'],
         events.map((e) => [
           when(e.receivedAt),
-          esc(e.event),
+          callerText(e.event),
           mono(e.messageId),
           who(e),
-          pill(e.status) + (e.error && view.personal ? ` <span class="note">${esc(e.error)}</span>` : ''),
+          pill(e.status) + (e.error && view.personal ? ` <span class="note">${callerText(e.error)}</span>` : ''),
         ]),
         sel.q === undefined ? 'No event received yet in this environment.' : 'No event matches.',
-      ) + `<p class="note">Stored events newest first, with the ones still queued (pending); a userId is looked for among the newest 100 000.</p>`
+      ) +
+      unreadNote(unread) +
+      `<p class="note">Stored events newest first, with the ones still queued (pending); a userId is looked for among the newest 100 000.</p>`
     );
   });
 }
 
-function identifyPage(deps: LivePagesDeps, ctx: Koa.Context, view: View) {
+function identifyPage(deps: Reads, ctx: Koa.Context, view: View) {
   return filteredPage(deps, ctx, view, { title: 'Identify calls', path: '/live/identify' }, async (sel) => {
-    const calls = await identifyCalls(deps.redis, liveKeyPrefix(deps.config), sel.env.id, sel.filter, LIMIT);
+    const calls = await deps.shared.get(readKey('identify', sel), () =>
+      identifyCalls(deps.redis, liveKeyPrefix(deps.config), sel.env.id, sel.filter, LIMIT),
+    );
     return (
       table(
         ['recorded', 'user', 'messageId', 'outcome', 'traits changed'],
-        calls.map((c) => [when(c.at), view.personal ? mono(c.userId) : HIDDEN, mono(c.messageId), pill(c.outcome), c.changed.map(esc).join(', ')]),
+        calls.map((c) => [when(c.at), view.personal ? mono(c.userId) : HIDDEN, mono(c.messageId), pill(c.outcome), c.changed.map(callerText).join(', ')]),
         deps.config.liveIdentifyCalls === 0 ? 'Identify calls are not recorded (LIVE_IDENTIFY_CALLS=0).' : 'No Identify call in the last hour.',
       ) +
       `<p class="note">The gateways record the newest ${deps.config.liveIdentifyCalls} calls of each environment, for an hour, about a second after they are answered (LIVE_IDENTIFY_CALLS).</p>`
@@ -169,9 +205,8 @@ function identifyPage(deps: LivePagesDeps, ctx: Koa.Context, view: View) {
   });
 }
 
-async function ratesPage(deps: LivePagesDeps, ctx: Koa.Context, view: View) {
-  const now = Date.now();
-  const { minutes, routes } = await answerRates(deps.redis, liveKeyPrefix(deps.config), now);
+async function ratesPage(deps: Reads, ctx: Koa.Context, view: View) {
+  const { minutes, routes } = await deps.shared.get('rates', () => answerRates(deps.redis, liveKeyPrefix(deps.config), Date.now()));
   const labels = minutes.map((m, i) => (i % 10 === 0 || i === minutes.length - 1 ? new Date(m * 60_000).toISOString().slice(11, 16) : ''));
   const plot = linePlot(
     LIVE_ROUTES.map((route) => ({ name: route, color: COLORS[route], values: routes[route].total })),
@@ -190,20 +225,22 @@ async function ratesPage(deps: LivePagesDeps, ctx: Koa.Context, view: View) {
   ctx.body = page({ title: 'Rates', path: '/live/rates', body, refreshSeconds: view.refresh ? 10 : undefined });
 }
 
-async function deadLettersPage(deps: LivePagesDeps, ctx: Koa.Context, view: View) {
-  const letters = await deadLetters(deps.deadLetterQueue, deps.db);
-  const flash = text(ctx.query.retried) ? `<div class="flash">${esc(ctx.query.retried)} is being retried.</div>` : '';
+async function deadLettersPage(deps: Reads, ctx: Koa.Context, view: View) {
+  const { letters, unread } = await deps.shared.get(DEAD_LETTERS_READ, () => deadLetters(deps.deadLetterQueue, deps.digests, deps.db));
+  const flash = text(ctx.query.retried) ? `<div class="flash">${callerText(ctx.query.retried)} is being retried.</div>` : '';
   const canRetry = !deps.config.dashboardReadOnly;
-  const retryButton = (l: { environmentId: string; messageId: string }) =>
-    `<form method="post" action="/live/dead-letters/retry"><input type="hidden" name="env" value="${esc(l.environmentId)}"><input type="hidden" name="messageId" value="${esc(l.messageId)}"><button type="submit">Retry</button></form>`;
+  // The form names the dead letter by its job id (ASCII): a messageId may hold characters a form
+  // field does not carry back as they were, or be longer than a page keeps of it.
+  const retryButton = (l: { jobId: string }) =>
+    `<form method="post" action="/live/dead-letters/retry"><input type="hidden" name="job" value="${esc(l.jobId)}"><button type="submit">Retry</button></form>`;
   const headers = ['failed', 'environment', 'event', 'messageId', 'user', 'why', ...(canRetry ? [''] : [])];
   const rows = letters.map((l) => [
     l.failedAt === null ? '' : when(l.failedAt),
     mono(l.pathValue ?? l.environmentId),
-    esc(l.event),
+    callerText(l.event),
     mono(l.messageId),
     view.personal ? mono(l.userId ?? '') : HIDDEN,
-    view.personal ? esc(l.error) : HIDDEN,
+    view.personal ? callerText(l.error) : HIDDEN,
     ...(canRetry ? [retryButton(l)] : []),
   ]);
   const note = canRetry
@@ -212,13 +249,15 @@ async function deadLettersPage(deps: LivePagesDeps, ctx: Koa.Context, view: View
   ctx.body = page({
     title: 'Dead letters',
     path: '/live/dead-letters',
-    body: `${flash}${table(headers, rows, 'No dead letter.')}<p class="note">${esc(note)}</p>`,
+    body: `${flash}${table(headers, rows, 'No dead letter.')}${unreadNote(unread)}<p class="note">${esc(note)}</p>`,
     refreshSeconds: view.refresh,
   });
 }
 
+const DEAD_LETTERS_READ = 'dead-letters';
+
 /** POST /live/dead-letters/retry (a form of the dead-letters page): 405 when read-only, 403 from another site. */
-async function retry(deps: LivePagesDeps, ctx: Koa.Context) {
+async function retry(deps: Reads, ctx: Koa.Context) {
   if (ctx.method !== 'POST') {
     ctx.status = 405;
     ctx.set('Allow', 'POST');
@@ -235,19 +274,22 @@ async function retry(deps: LivePagesDeps, ctx: Koa.Context) {
     return;
   }
   const form = new URLSearchParams(await readBody(ctx.req, 16_384));
-  const env = form.get('env') ?? '';
-  const messageId = form.get('messageId') ?? '';
-  if (!/^[0-9a-f-]{36}$/i.test(env) || !messageId) {
+  const jobId = form.get('job') ?? '';
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(jobId)) {
     ctx.status = 400;
-    ctx.body = 'env and messageId are required';
+    ctx.body = 'job is required';
     return;
   }
-  const outcome = await retryFailedEvent(deps.deadLetterQueue, deps.db, env, messageId);
-  if (outcome === 'not-failed') {
+  // The one event this job holds, read on demand.
+  const event = (await deps.deadLetterQueue.getJob(jobId))?.data?.event;
+  const outcome = event ? await retryFailedEvent(deps.deadLetterQueue, deps.db, event.environmentId, event.messageId) : 'not-failed';
+  if (!event || outcome === 'not-failed') {
     ctx.status = 409;
-    ctx.body = `${messageId} has not failed`;
+    ctx.body = 'this dead letter has not failed';
     return;
   }
+  deps.shared.forget(DEAD_LETTERS_READ);
+  const messageId = event.messageId;
   ctx.status = 303;
   ctx.redirect(`/live/dead-letters?retried=${encodeURIComponent(messageId)}`);
 }

@@ -2,17 +2,27 @@
 // playwright-core): a gateway and a worker take Track, Identify and Profiles calls and a dead
 // letter; each page is loaded and what it shows is checked against what the test sent; a
 // dead letter is retried with the page's button; a screenshot of each page is kept in
-// test-results/live-view/. Read-only mode and the personal-data rule over plain HTTP.
+// test-results/live-view/. Then, with the worker stopped, queued events show as pending, read
+// from their heads alone, and caller text with bidi and control characters is isolated and shown
+// visibly. Read-only mode and the personal-data rule over plain HTTP; the script that finds
+// queued events' heads, and the bound on what one read takes, against the real Redis.
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
+import { Queue } from 'bullmq';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { storedTrackPayload } from '../../common/domain/track-payload.ts';
 import { createLogger } from '../../common/logger.ts';
 import { jobIdFor } from '../../common/queue-keys.ts';
+import { createRedis } from '../../common/redis.ts';
 import { startDashboard, type Dashboard } from '../../gateway/dashboard.ts';
 import { sameOrigin, seesPersonalData } from '../../gateway/live/access.ts';
+import { fieldIs, KEPT_CHARS, type EventHead } from '../../gateway/live/batch-digest.ts';
+import { SHOWN_CHARS } from '../../gateway/live/caller-text.ts';
+import { createJobDigests } from '../../gateway/live/job-digests.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
@@ -225,6 +235,186 @@ test.serial('read-only (the default): no Retry button, and a retry POST is refus
   t.is(post.status, 405);
   // Behind the same basic auth as bull-board.
   t.is((await request(base, '/live/events', { method: 'GET' })).status, 401);
+});
+
+test.serial('queued events show as pending from their heads alone; caller text is isolated, its controls shown and never sent', async (t) => {
+  // No worker from here on: what is sent stays queued.
+  await worker?.close();
+  worker = undefined;
+  const other = await newTenant(h);
+  const gateway = await gatewayInProcess(h);
+  const headers = { 'x-api-key': other.key };
+  const longId = `lv-long-${'x'.repeat(3000)}`;
+  const events = [
+    { messageId: 'lv-p-1', event: 'Opened\u0000Box', userId: null, anonymousId: 'anon\u202eymous', properties: { note: '{"environmentId":"not an event"}' } },
+    { messageId: 'lv-p-2\u0007', event: 'שלום', userId: 'ann', properties: { blob: 'y'.repeat(300_000) } },
+    { messageId: longId, event: 'Long\u0085', userId: 'bo' },
+  ];
+  const replies = await Promise.all(events.map((e) => request(gateway.url, `/api/track/${other.slug}`, { headers, body: trackBody(e) })));
+  t.deepEqual(
+    replies.map((r) => r.status),
+    [202, 202, 202],
+  );
+  const identify = await request(gateway.url, `/api/identify/${other.slug}`, {
+    headers,
+    body: { userId: 'cy', messageId: 'lv-i-rlo', timestamp: '2026-01-01T10:00:00Z', traits: { 'pl\u202ean': 'pro', אימייל: 'cy@example.com' } },
+  });
+  t.is(identify.status, 200);
+  await gateway.close();
+
+  const auth = { authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}` };
+  const raw = await request(url(''), `/live/events?env=${other.slug}&refresh=0`, { method: 'GET', headers: auth });
+  t.is(raw.status, 200);
+  t.notRegex(raw.text, /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/, 'no control or bidi character is sent as itself');
+
+  const page = await open(`/live/events?env=${other.slug}&refresh=0`, 'caller-text');
+  const shown = await rows(page);
+  const shortLong = `${longId.slice(0, SHOWN_CHARS)}…`;
+  t.deepEqual(shown.find((r) => r[2] === 'lv-p-1')?.slice(1), ['Opened\\u0000Box', 'lv-p-1', 'anon\\u202Eymous (anonymous)', 'pending']);
+  t.deepEqual(shown.find((r) => r[2] === 'lv-p-2\\u0007')?.slice(1), ['שלום', 'lv-p-2\\u0007', 'ann', 'pending']);
+  t.deepEqual(shown.find((r) => r[2] === shortLong)?.slice(1), ['Long\\u0085', shortLong, 'bo', 'pending']);
+  t.is(shown.length, 3);
+  // Each cell of caller text holds it in an isolate; each control is marked.
+  const isolation = await page.$$eval('tbody tr', (trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('td')].slice(1, 4).map((td) => [...td.querySelectorAll('bdi')].map((b) => getComputedStyle(b).unicodeBidi))),
+  );
+  for (const cells of isolation) t.deepEqual(cells, [['isolate'], ['isolate'], ['isolate']]);
+  t.deepEqual((await page.$$eval('.ctl', (marks) => marks.map((m) => m.textContent))).sort(), ['\\u0000', '\\u0007', '\\u0085', '\\u202E']);
+  // As laid out: "(anonymous)" reads left to right, its "(" left of its ")".
+  const inOrder = await page.$$eval('td .note', (notes) =>
+    notes
+      .filter((n) => n.textContent === '(anonymous)')
+      .map((n) =>
+        // The left edge of "(" and of ")" (no named function here: the page runs this as written).
+        [0, 10].map((i) => {
+          const range = document.createRange();
+          range.setStart(n.firstChild!, i);
+          range.setEnd(n.firstChild!, i + 1);
+          return range.getBoundingClientRect().left;
+        }),
+      )
+      .map(([open, close]) => open < close),
+  );
+  t.deepEqual(inOrder, [true]);
+
+  await page.goto(url(`/live/events?env=${other.slug}&by=messageId&q=${encodeURIComponent(longId)}&refresh=0`));
+  t.deepEqual(
+    (await rows(page)).map((r) => r.slice(2)),
+    [[shortLong, 'bo', 'pending']],
+    'a messageId longer than a page keeps is found whole',
+  );
+  await page.goto(url(`/live/events?env=${other.slug}&by=userId&q=ann&refresh=0`));
+  t.deepEqual(
+    (await rows(page)).map((r) => r[2]),
+    ['lv-p-2\\u0007'],
+  );
+
+  await page.goto(url(`/live/identify?env=${other.slug}&refresh=0`));
+  const traits = await page.$$eval('tbody tr td:nth-child(5) bdi', (bdis) => bdis.map((b) => b.textContent));
+  t.deepEqual(traits.sort(), ['pl\\u202Ean', 'אימייל'].sort());
+  await page.close();
+});
+
+const DIGEST_ENV = '0b8f2c4e-1111-4222-8333-444455556666';
+const OTHER_ENV = '0b8f2c4e-1111-4222-8333-777788889999';
+
+/** A queue of the test's own (no worker takes its jobs) on a connection of its own. */
+function digestQueue(t: { teardown(fn: () => Promise<void>): void }) {
+  const redis = createRedis({ redisUrl: h.config.redisUrl }, 'worker');
+  const queue = new Queue(`live-digest-${randomBytes(3).toString('hex')}`, { connection: redis, prefix: h.config.queuePrefix });
+  t.teardown(async () => {
+    await queue.obliterate({ force: true });
+    await queue.close();
+    redis.disconnect();
+  });
+  return { redis, queue };
+}
+
+/** A queued event as the gateway writes it (handlers/track.ts): its fields in that order, the payload as stored. */
+function queuedEvent(environmentId: string, body: Record<string, unknown>, receivedAt: number) {
+  return { environmentId, messageId: body.messageId as string, receivedAt, timestampMs: receivedAt, payload: storedTrackPayload(body) };
+}
+
+test("the script finds every event's head in Redis, whatever the values and properties hold", async (t) => {
+  const { redis, queue } = digestQueue(t);
+  const longUser = 'u'.repeat(KEPT_CHARS + 500);
+  const bodies = [
+    trackBody({ messageId: 'd-1', event: 'Plain', userId: 'ann' }),
+    trackBody({ messageId: 'd-2,"payload":"x', event: ',\\"properties\\":{', userId: null, anonymousId: '{"environmentId":"' }),
+    trackBody({ messageId: 'd-3\\"', event: 'q"\\', userId: longUser, properties: { environmentId: OTHER_ENV, nested: { environmentId: 'x', payload: 'y', properties: {} } } }),
+    trackBody({ messageId: 'd-4', event: 'nul\u0000rlo\u202elone\ud800', userId: 'מיכל', context: { big: 'z'.repeat(200_000) } }),
+    trackBody({ messageId: 'd-5', event: 'Other env', userId: 'bo' }),
+  ];
+  const events = bodies.map((b, i) => queuedEvent(i === 4 ? OTHER_ENV : DIGEST_ENV, b, 1_000 + i));
+  await queue.add('track (4 events)', { events: events.slice(0, 4) }, { timestamp: 1_000 });
+  await queue.add('track (1 event)', { events: events.slice(4) }, { timestamp: 1_004 });
+  await queue.add('dead letter', { event: events[1], error: 'refused' }, { timestamp: 900 });
+  await queue.add('another form', { events: [{ messageId: 'x', payload: '{"userId":"y"}' }] }, { timestamp: 800 });
+  await queue.add('hand-made payload', { events: [{ environmentId: DIGEST_ENV, messageId: 'h-1', receivedAt: 1, timestampMs: 1, payload: '{"userId":"hand"}' }] }, { timestamp: 700 });
+
+  const digests = createJobDigests({ redis, bytesPerRead: 64 * 1_048_576, cacheBytes: 1_048_576 });
+  const { jobs, unread } = await digests.list(queue, ['waiting'], 100);
+  t.deepEqual(unread, { jobs: 0, bytes: 0 });
+  t.deepEqual(
+    jobs.map((j) => j.timestamp),
+    [1_004, 1_000, 900, 800, 700],
+    'newest first',
+  );
+  const plain = (head: EventHead) => ({
+    environmentId: head.environmentId,
+    messageId: head.messageId.value,
+    receivedAt: head.receivedAt,
+    event: head.event.value,
+    userId: head.userId?.value ?? null,
+    anonymousId: head.anonymousId?.value ?? null,
+  });
+  const expected = (i: number) => ({
+    environmentId: events[i].environmentId,
+    messageId: bodies[i].messageId,
+    receivedAt: events[i].receivedAt,
+    event: bodies[i].event,
+    userId: i === 2 ? longUser.slice(0, KEPT_CHARS) : (bodies[i].userId ?? null),
+    anonymousId: bodies[i].anonymousId ?? null,
+  });
+  t.deepEqual(jobs[0].heads!.map(plain), [expected(4)]);
+  t.deepEqual(jobs[1].heads!.map(plain), [0, 1, 2, 3].map(expected));
+  t.deepEqual(jobs[2].heads!.map(plain), [expected(1)], 'a dead letter holds an event of the same form');
+  t.deepEqual(jobs[3].heads, [], 'no event of the form: nothing to show');
+  t.like(jobs[4].heads![0], { environmentId: DIGEST_ENV, messageId: { value: 'h-1', whole: true }, userId: { value: 'hand', whole: true } });
+  t.true(fieldIs(jobs[1].heads![2].userId, longUser), 'a cut value is found by its whole value');
+  t.false(fieldIs(jobs[1].heads![2].userId, longUser.slice(0, -1)));
+});
+
+test('one read goes through at most its bytes of jobs, newest first; what it read is not read again until the job changes', async (t) => {
+  const { redis, queue } = digestQueue(t);
+  for (let i = 0; i < 6; i++) {
+    const body = trackBody({ messageId: `b-${i}`, properties: { blob: 'p'.repeat(200_000) } });
+    await queue.add('track (1 event)', { events: [queuedEvent(DIGEST_ENV, body, 2_000 + i)] }, { timestamp: 2_000 + i });
+  }
+  const digests = createJobDigests({ redis, bytesPerRead: 450_000, cacheBytes: 1_048_576 });
+  // Counts the script's calls: the only reads of job data.
+  const calls: string[] = [];
+  const client = redis as unknown as { liveEventHeads(key: string): Promise<string[]> };
+  const script = client.liveEventHeads.bind(redis);
+  client.liveEventHeads = (key) => (calls.push(key), script(key));
+
+  const readOnce = async () => {
+    const { jobs, unread } = await digests.list(queue, ['waiting'], 100);
+    return { read: jobs.filter((j) => j.heads).map((j) => j.heads![0].messageId.value), unread: unread.jobs };
+  };
+  t.deepEqual(await readOnce(), { read: ['b-5', 'b-4'], unread: 4 });
+  t.is(calls.length, 2);
+  t.deepEqual(await readOnce(), { read: ['b-5', 'b-4', 'b-3', 'b-2'], unread: 2 });
+  t.deepEqual(await readOnce(), { read: ['b-5', 'b-4', 'b-3', 'b-2', 'b-1', 'b-0'], unread: 0 });
+  t.is(calls.length, 6);
+  await readOnce();
+  t.is(calls.length, 6, 'every head kept: metadata only');
+
+  // An erasure rewrites a job's data: it is read again.
+  const [newest] = await queue.getJobs(['waiting'], 0, 0);
+  await newest.updateData({ events: [queuedEvent(DIGEST_ENV, trackBody({ messageId: 'b-5-kept' }), 2_005)] });
+  t.deepEqual((await readOnce()).read, ['b-5-kept', 'b-4', 'b-3', 'b-2', 'b-1', 'b-0']);
+  t.is(calls.length, 7);
 });
 
 test('a retry POST from another site is refused (basic-auth credentials go along by themselves)', async (t) => {
