@@ -1,9 +1,10 @@
 // What an erasure removes from Redis once PostgreSQL holds nothing of the person: their events
-// in batch jobs that failed for good and in the dead-letter queue, and the service events about
-// them that the relay's queue keeps after it ran them (their ids make a row relayed twice one
-// job; the erasure has removed the rows). Jobs still waiting are not touched: the worker's guard
-// drops the person's events when it comes to them (common/store/erasure.ts), and a job a worker
-// holds may be running.
+// in batch jobs that failed for good and in the dead-letter queue (both small unless something
+// is wrong, so they are read through), and the service events made of the outbox rows the
+// erasure deleted, which the relay's queue keeps after it ran them (their ids, `o<outbox id>`,
+// make a row relayed twice one job): found by id, whatever else that queue holds. Jobs still
+// waiting are not touched: the worker's guard drops the person's events when it comes to them
+// (common/store/erasure.ts), and a job a worker holds may be running.
 import type { Job, Queue } from 'bullmq';
 import type { DeadLetterJob, EventBatchJob, QueuedEvent, ServiceEventJob } from './queues.ts';
 import { userKeyOf } from './store/person.ts';
@@ -20,6 +21,8 @@ export interface ErasedPerson {
   userIds: readonly string[];
   /** The erasure's time: what was received up to it is the person's; later calls are new data. */
   erasedAt: number;
+  /** The outbox rows the erasure deleted: their service-event jobs go. */
+  outboxIds: readonly string[];
 }
 
 /** Jobs read per page: a queue of failed jobs is walked a page at a time. */
@@ -68,13 +71,13 @@ export async function forgetQueued(queues: PersonQueues, person: ErasedPerson): 
     removed++;
     await job.remove();
   }
-  const aboutThem = (job: Job<ServiceEventJob>) => {
-    const userId = job.data.environmentId === person.environmentId ? userIdOf(job.data.payload) : null;
-    return userId !== null && keys.has(userKeyOf(userId)) && job.data.createdAt <= person.erasedAt;
-  };
-  for (const job of await jobsWhere(queues.serviceEvents, ['completed', 'failed'], aboutThem)) {
-    removed++;
-    await job.remove();
+  for (const id of person.outboxIds) {
+    const job = await queues.serviceEvents.getJob(`o${id}`);
+    // A job a worker holds is running: its journey work re-reads the tombstone.
+    if (job && !(await job.isActive())) {
+      removed++;
+      await job.remove();
+    }
   }
   return removed;
 }

@@ -37,10 +37,10 @@ export async function usersForget(deps: OperatorDeps, argv: string[]) {
   const { env, userId, values, operator } = await person(deps, argv, 'users forget');
   const suppress = values.suppress === 'true';
   const pool = poolOf(deps.db);
-  const summary = await forgetUser(pool, { environmentId: env.id, userId, suppress, operator, auditSecret: await readAuditSecret(pool) });
+  const { outboxIds, ...summary } = await forgetUser(pool, { environmentId: env.id, userId, suppress, operator, auditSecret: await readAuditSecret(pool) });
   const userIds = [userId.trim(), ...summary.joinedUserIds];
   const liveViewEntries = await orNull(deps.redis().then((redis) => forgetLiveCalls(redis, deps.config.queuePrefix, env.id, userIds)));
-  const erased = { environmentId: env.id, userIds, erasedAt: summary.erasedAt };
+  const erased = { environmentId: env.id, userIds, erasedAt: summary.erasedAt, outboxIds };
   const queuedJobs = await orNull(
     forgetQueued({ events: deps.eventsQueues(), deadLetters: deps.deadLetterQueue(), serviceEvents: deps.serviceEventsQueue() }, erased),
   );

@@ -80,6 +80,11 @@ export interface ForgetSummary {
   consentDecisionsKept: number;
 }
 
+/** What the erasure removed that Redis may still hold a copy of (common/forget-queued.ts): the ids of the outbox rows it deleted. */
+export interface ForgetOutcome extends ForgetSummary {
+  outboxIds: string[];
+}
+
 /** Queries on `client` bounded by ERASURE_TIMEOUT_MS on the client's side too (the pool's bound is for requests). */
 function longQuery(client: pg.PoolClient) {
   return <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => client.query<R>(withQueryTimeout({ text, values }, ERASURE_TIMEOUT_MS));
@@ -93,7 +98,7 @@ const msNow = `floor(extract(epoch FROM clock_timestamp()) * 1000)::int8`;
  * Removes everything held about the person in one transaction (see the top of this file for
  * why it takes its locks first). A deadlock runs it again, after a pause with jitter.
  */
-export function forgetUser(pool: pg.Pool, options: ForgetOptions): Promise<ForgetSummary> {
+export function forgetUser(pool: pg.Pool, options: ForgetOptions): Promise<ForgetOutcome> {
   return retrying(() => forgetOnce(pool, options), ERASURE_ATTEMPTS, isWriteConflict, 50);
 }
 
@@ -116,7 +121,7 @@ async function lockProfileOf(q: Query, env: string, userKey: string): Promise<st
   throw new Error('the profile kept being joined into another while the erasure locked it: run the command again');
 }
 
-async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<ForgetSummary> {
+async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<ForgetOutcome> {
   const { environmentId: env, userId } = options;
   const userKey = userKeyOf(userId);
   const client = await pool.connect();
@@ -156,16 +161,17 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
     let addressClaims = 0;
     let consentDecisions = 0;
     let consentDecisionsKept = 0;
-    let outboxEvents = 0;
+    let outboxIds: string[] = [];
     if (p !== null) {
       ({ removed: consentDecisions, kept: consentDecisionsKept } = await forgetDecisions(q, env, p));
       addressClaims = await count('DELETE FROM address_claims WHERE profile_id = $1', [p]);
       // The outbox holds no user column: its payload names the profile and the user ID.
       const needles = [`"profileId":${JSON.stringify(p)}`, ...userKeys.map((k) => `"userId":${JSON.stringify(fromPgText(k))}`)];
-      outboxEvents = await count(
-        `DELETE FROM outbox_events WHERE environment_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) AS n WHERE strpos(payload, n) > 0)`,
+      const { rows: outbox } = await q<{ id: string }>(
+        `DELETE FROM outbox_events WHERE environment_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) AS n WHERE strpos(payload, n) > 0) RETURNING id::text`,
         [env, needles],
       );
+      outboxIds = outbox.map((r) => r.id);
       userIds = await count('DELETE FROM profile_users WHERE profile_id = $1', [p]);
       const { rows: gone } = await q<{ traits: number }>(
         `DELETE FROM profiles WHERE id = $1 RETURNING (SELECT count(*) FROM json_object_keys(fields::json))::int AS traits`,
@@ -174,7 +180,7 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
       profiles = gone.length;
       traits = gone[0]?.traits ?? 0;
     }
-    const removed = { profiles, traits, userIds, addressClaims, consentDecisions, events, journeyRuns, journeyMessages, identifyMessages, outboxEvents };
+    const removed = { profiles, traits, userIds, addressClaims, consentDecisions, events, journeyRuns, journeyMessages, identifyMessages, outboxEvents: outboxIds.length };
 
     // A tombstone for each user ID of the person: calls of any of them received up to now are dropped.
     await q(
@@ -188,7 +194,7 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
     await q(AUDIT_SQL, auditValues(env, audit, 'forget', { ...removed, consentDecisionsKept }, options.operator));
     await q('COMMIT');
     const joinedUserIds = userKeys.filter((k) => k !== userKey).map(fromPgText);
-    return { userHash: auditHashHex(audit.secret, audit.userHash), erasedAt, suppressed: options.suppress, joinedUserIds, removed, consentDecisionsKept };
+    return { userHash: auditHashHex(audit.secret, audit.userHash), erasedAt, suppressed: options.suppress, joinedUserIds, removed, consentDecisionsKept, outboxIds };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
     throw err;

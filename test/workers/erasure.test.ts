@@ -473,15 +473,21 @@ test.serial('the erasure removes the person from jobs that failed for good, dead
   const deadLetters = h.operator.deadLetterQueue();
   await deadLetters.add('dead', { event: queued('zed', 'z-4'), error: 'x' });
   await deadLetters.add('dead', { event: queued('other', 'o-2'), error: 'x' });
+  // Service events as the relay makes them: a job `o<id>` per outbox row, kept once run.
+  await identify(tenant, { userId: 'zed', traits: { a: 1 } });
   const service = h.operator.serviceEventsQueue();
-  const change = (userId: string, outboxId: string) => ({
-    outboxId,
-    environmentId: tenant.environmentId,
-    kind: 'profile_fields_changed',
-    createdAt: now,
-    payload: JSON.stringify({ userId, profileId: 'p', changed: { a: 1 } }),
-  });
-  await settle(service, 'complete', () => service.addBulk([{ name: 'change', data: change('zed', '1') }, { name: 'change', data: change('other', '2') }]));
+  const outboxRow = async (userId: string) => {
+    const payload = JSON.stringify({ userId, changed: { a: 1 } });
+    const [{ id }] = await h.db.$queryRawUnsafe<{ id: bigint }[]>(
+      `INSERT INTO outbox_events (environment_id, kind, payload, relayed_at) VALUES ($1::uuid, 'profile_fields_changed', $2, now()) RETURNING id`,
+      tenant.environmentId,
+      payload,
+    );
+    const data = { outboxId: String(id), environmentId: tenant.environmentId, kind: 'profile_fields_changed', createdAt: now, payload };
+    return { name: 'change', data, opts: { jobId: `o${id}` } };
+  };
+  const changes = [await outboxRow('zed'), await outboxRow('other')];
+  await settle(service, 'complete', () => service.addBulk(changes));
   t.teardown(async () => {
     await Promise.all([events, deadLetters, service].map((q) => q.obliterate({ force: true }).catch(() => {})));
     connection.disconnect();
@@ -502,6 +508,6 @@ test.serial('the erasure removes the person from jobs that failed for good, dead
   );
   t.deepEqual(
     mine((await service.getJobs(['completed'])).map((j) => j.data)).map((d) => d.outboxId),
-    ['2'],
+    [changes[1].data.outboxId],
   );
 });
