@@ -7,7 +7,13 @@
 export default {
   extensions: { ts: 'module' },
   nodeArguments: ['--import=tsx'],
-  files: ['test/faults/bounded-work.test.ts', 'test/faults/tenant-lockout.test.ts', 'test/cluster/redis-failover.test.ts', 'test/cluster/redis-cluster.test.ts'],
+  files: [
+    'test/faults/bounded-work.test.ts',
+    'test/faults/tenant-lockout.test.ts',
+    'test/cluster/redis-failover.test.ts',
+    'test/cluster/redis-cluster.test.ts',
+    'test/cluster/partition-health.test.ts',
+  ],
   timeout: '5m',
   concurrency: 1,
   workerThreads: false,

@@ -59,6 +59,9 @@ function intakeEnv(pg: OwnPostgres, redis: OwnCluster, clock: FakeClock, queuePr
     GATEWAY_PROCESSES: '1',
     EVENTS_RETENTION_DAYS: String(RETENTION_DAYS),
     STORAGE_MAINTENANCE_MS: '2000',
+    // The fewest days ahead there may be: a three-day clock move with the maintenance held off
+    // leaves the workers a day without its partition to make (clock-steps.ts).
+    EVENT_PARTITIONS_AHEAD_DAYS: '2',
     // Far beyond the clock moves of the longest run: Identify retries stay duplicates.
     IDENTIFY_IDEMPOTENCY_DAYS: '3650',
     // A killed worker's batches come back within seconds, and a batch that failed during a fault is retried soon.

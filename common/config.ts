@@ -127,7 +127,7 @@ const settings = {
   queuePartitions: {
     env: 'QUEUE_PARTITIONS',
     default: '1',
-    doc: 'queues the events queue is split into: a gateway writes each batch to one of them (another while its master fails over), workers take from all. Their hash tags are chosen so that the slots spread evenly over the slot range, hence over the masters of a cluster whose slots are spread evenly. Every gateway and worker of a deployment must use the same value',
+    doc: 'queues the events queue is split into: a gateway writes each batch to one of those in its rotation, in turn (a partition that cannot confirm a batch leaves it until a probe confirms a write: docs/reliability.md), workers take from all. Their hash tags are chosen so that the slots spread evenly over the slot range, hence over the masters of a cluster whose slots are spread evenly. Every gateway and worker of a deployment must use the same value',
     parse: int(1, 64),
   },
   redisMinReplicaAcks: {

@@ -5,27 +5,63 @@
 // whole or not at all, and each request is answered (202 or 503) by its own batch's outcome.
 // No per-event job id: a messageId's row in event_ids makes a repeat one event.
 // While Redis is full (common/redis-memory.ts) an event is refused before it joins a batch.
-// With several partitions (QUEUE_PARTITIONS) batches take them in turn, and a batch whose
-// partition cannot take it (its master failing over, replicas not confirming) goes to the next
-// one within the same bound: a batch written twice is harmless, event_ids makes each
-// event one row.
+// Batches take the partitions in the rotation (QUEUE_PARTITIONS of them; one by default) in turn
+// (common/domain/partition-health.ts). A batch whose partition cannot take it (its master failing
+// over or away, replicas not confirming, no answer within the partition's share of the bound)
+// takes that partition out of the rotation and goes to the next one within the same bound: a
+// batch written twice is harmless, event_ids makes each event one row. A partition out of the
+// rotation is probed off the request path and comes back once a probe is confirmed; while none is
+// in, an event is refused at once.
 import type { Queue } from 'bullmq';
 import { MaxRetriesPerRequestError } from 'ioredis/built/errors/index.js';
 import { CONNECTION_CLOSED_ERROR_MSG } from 'ioredis/built/utils/index.js';
+import {
+  HEALTH_RULES,
+  inRotation,
+  nextInTurn,
+  probeDue,
+  probed,
+  probeStarted,
+  removed,
+  type HealthRules,
+  type PartitionHealth,
+  type Rotation,
+} from '../common/domain/partition-health.ts';
+import type { Logger } from '../common/logger.ts';
 import { ReplicaAckError, withReplicaAcks } from '../common/replica-ack.ts';
 import type { Redis } from '../common/redis.ts';
 import { createMicroBatch } from '../common/micro-batch.ts';
 import { eventBatchName, type EventBatchJob, type QueuedEvent } from '../common/queues.ts';
 import { estimatedJobBytes, isOomError, redisErrorCode, type RedisMemory } from '../common/redis-memory.ts';
-import { withTimeout } from '../common/with-timeout.ts';
+import { TimeoutError, withTimeout } from '../common/with-timeout.ts';
 
 export interface EventBatcher {
-  /** Resolves once the event's batch job is stored in Redis; rejects if Redis is full, or the add failed or timed out. */
+  /** Resolves once the event's batch job is stored in Redis; rejects if Redis is full, no partition is in the rotation, or the add failed or timed out. */
   add(event: QueuedEvent): Promise<void>;
+  /** Each partition's place in the rotation and how often it left and came back (for /readyz and /metrics; built when asked). */
+  partitions(): PartitionStatus[];
+  /** Resolves once the master of any partition answers a read in its slot (what /readyz asks of Redis); rejects when none does. */
+  ping(): Promise<unknown>;
+  /** Stops probing the partitions out of the rotation. */
+  close(): void;
+}
+
+export interface PartitionStatus {
+  /** The partition's queue name. */
+  name: string;
+  rotation: Rotation;
+  removals: number;
+  returns: number;
 }
 
 /** What add() rejects with while Redis is full (one instance: refusing costs nothing). */
 export const REDIS_FULL = new Error('Redis memory is full');
+
+/** What add() rejects with while no partition is in the rotation. */
+export const NO_PARTITION = new Error('no partition of the events queue takes batches');
+
+/** How long a probe's key lives: long enough for WAIT to confirm it, gone soon after. */
+const PROBE_KEY_TTL_MS = 10_000;
 
 export interface BatcherOptions {
   maxBatch: number;
@@ -38,6 +74,10 @@ export interface BatcherOptions {
   memory?: Pick<RedisMemory, 'full' | 'refused' | 'wrote'>;
   /** REDIS_MIN_REPLICA_ACKS: a batch is stored once WAIT on `connection` says this many replicas hold it. */
   replicaAcks?: { replicas: number; connection: Redis };
+  /** Told when a partition leaves the rotation and when it comes back. */
+  log?: Pick<Logger, 'warn' | 'info'>;
+  /** When partitions out of the rotation are probed (common/domain/partition-health.ts). */
+  healthRules?: HealthRules;
 }
 
 /**
@@ -55,9 +95,10 @@ const MASTER_AWAY_CODES = new Set(['CLUSTERDOWN', 'TRYAGAIN', 'READONLY', 'MASTE
 const NOT_SENT_PREFIXES = ["Stream isn't writeable", "Cluster isn't ready", 'Too many Cluster redirections.'];
 
 /**
- * Failures after which a batch may go to another partition: the partition's master is away
- * (a closed connection, a cluster still redirecting or down) or did not get its replicas'
- * confirmation. Redis refusing for memory is not one: every master gets the same traffic.
+ * Failures that take a partition out of the rotation, the batch going on to another: the
+ * partition's master is away (a closed connection, a cluster still redirecting or down) or did
+ * not get its replicas' confirmation (so does an attempt that outlives its share of the bound).
+ * Redis refusing for memory is not one: every master gets the same traffic.
  */
 export function triesAnotherPartition(err: unknown): boolean {
   if (err instanceof ReplicaAckError || err instanceof MaxRetriesPerRequestError) return true;
@@ -71,37 +112,118 @@ export function triesAnotherPartition(err: unknown): boolean {
 
 export function createEventBatcher(partitions: Queue<EventBatchJob> | Queue<EventBatchJob>[], options: BatcherOptions): EventBatcher {
   const queues = Array.isArray(partitions) ? partitions : [partitions];
+  const rules = options.healthRules ?? HEALTH_RULES;
+  const health: PartitionHealth[] = queues.map(() => inRotation());
+  const probes: (NodeJS.Timeout | undefined)[] = queues.map(() => undefined);
+  // Kept with every transition: refusing while none is in costs a request one comparison.
+  let inCount = queues.length;
   let turn = 0;
+  let closed = false;
+  // A probe has the bound a batch's first attempt has while every partition is in.
+  const probeMs = Math.max(1, Math.floor(options.timeoutMs / queues.length));
+  const probeKeys = queues.map((queue) => queue.toKey('probe'));
+  const attemptTimedOut = `enqueue took longer than its share of ${options.timeoutMs} ms`;
+
+  /** `write` (commands on `key`'s slot) and, with REDIS_MIN_REPLICA_ACKS, WAIT for the replicas until `deadline`. */
+  function confirmed<T>(key: string, deadline: number, write: () => Promise<T>): Promise<T> {
+    const acks = options.replicaAcks;
+    if (!acks || acks.replicas === 0) return write();
+    return withReplicaAcks(acks.connection, key, acks.replicas, deadline, write);
+  }
 
   function add(queue: Queue<EventBatchJob>, events: QueuedEvent[], oldest: number, deadline: number) {
     // The job's timestamp is its oldest event's receipt: the journey watermark waits for it.
-    const stored = () => queue.add(eventBatchName(events.length), { events }, { timestamp: oldest });
-    const acks = options.replicaAcks;
-    if (!acks || acks.replicas === 0) return stored();
-    return withReplicaAcks(acks.connection, queue.toKey('wait'), acks.replicas, deadline, stored);
+    return confirmed(queue.toKey('wait'), deadline, () => queue.add(eventBatchName(events.length), { events }, { timestamp: oldest }));
+  }
+
+  function takeOut(p: number, err: unknown) {
+    const now = Date.now();
+    const next = removed(health[p], now, rules);
+    if (next === health[p]) return;
+    health[p] = next;
+    inCount--;
+    options.log?.warn(
+      { partition: queues[p].name, err: err instanceof Error ? err.message : String(err), inRotation: inCount, probeInMs: next.probeAt - now },
+      'events queue partition out of the rotation',
+    );
+    scheduleProbe(p);
+  }
+
+  function scheduleProbe(p: number) {
+    if (closed) return;
+    probes[p] = setTimeout(() => void probe(p), Math.max(0, health[p].probeAt - Date.now()));
+    probes[p].unref();
+  }
+
+  /** The ioredis connection intake gave its queues (common/queues.ts), which BullMQ types as its own adapter. */
+  const clientOf = async (queue: Queue<EventBatchJob>) => (await queue.client) as unknown as Redis;
+
+  /**
+   * A write of the probe key in the partition's slot, confirmed as a batch's add is (WAIT on the
+   * connection that wrote it), within `probeMs`: what every batch needs of the partition, at the
+   * cost of one small key that expires. Off the request path: no batch waits for it.
+   */
+  async function probe(p: number) {
+    probes[p] = undefined;
+    const queue = queues[p];
+    if (closed || queue.closing) return;
+    if (!probeDue(health[p], Date.now())) {
+      if (health[p].rotation === 'out') scheduleProbe(p);
+      return;
+    }
+    health[p] = probeStarted(health[p]);
+    let ok = true;
+    try {
+      const client = await clientOf(queue);
+      const key = probeKeys[p];
+      await withTimeout(
+        confirmed(key, Date.now() + probeMs, () => client.set(key, '1', 'PX', PROBE_KEY_TTL_MS)),
+        probeMs,
+        'the probe took longer than its bound',
+      );
+    } catch {
+      ok = false;
+    }
+    const now = Date.now();
+    const was = health[p];
+    health[p] = probed(was, ok, now, rules);
+    if (health[p].rotation === 'in') {
+      inCount++;
+      options.log?.info({ partition: queue.name, inRotation: inCount, outMs: now - was.outAt }, 'events queue partition back in the rotation');
+    } else {
+      scheduleProbe(p);
+    }
   }
 
   async function write(events: QueuedEvent[]) {
     const deadline = Date.now() + options.timeoutMs;
     let oldest = events[0].receivedAt;
     for (const e of events) if (e.receivedAt < oldest) oldest = e.receivedAt;
-    const first = turn++ % queues.length;
-    for (let i = 0; ; i++) {
-      // Replicas that do not answer hold WAIT until its deadline: each partition still to be
-      // tried keeps its share of the bound.
-      const share = Math.floor((deadline - Date.now()) / (queues.length - i));
+    let failure: unknown = NO_PARTITION;
+    for (;;) {
+      const p = nextInTurn(health, turn);
+      if (p < 0) throw failure;
+      turn = p + 1;
+      // Replicas that do not answer hold WAIT until its deadline: each partition in the rotation
+      // keeps its share of what is left of the bound.
+      const share = Math.max(1, Math.floor((deadline - Date.now()) / inCount));
       try {
-        await add(queues[(first + i) % queues.length], events, oldest, Date.now() + share);
+        // WAIT ends a little before the attempt's bound: replicas that do not confirm are then told
+        // (and logged) apart from a master that does not answer.
+        await withTimeout(add(queues[p], events, oldest, Date.now() + share - Math.min(50, share >> 3)), share, attemptTimedOut);
         return;
       } catch (err) {
-        if (i + 1 >= queues.length || Date.now() >= deadline || !triesAnotherPartition(err)) throw err;
+        if (!(err instanceof TimeoutError || triesAnotherPartition(err))) throw err;
+        takeOut(p, err);
+        if (Date.now() >= deadline) throw err;
+        failure = err;
       }
     }
   }
 
   async function writeWithin(events: QueuedEvent[]) {
     try {
-      await withTimeout(write(events), options.timeoutMs, `enqueue took longer than ${options.timeoutMs} ms`);
+      await write(events);
       options.onBatch?.(events.length, true);
     } catch (err) {
       options.onBatch?.(events.length, false);
@@ -122,5 +244,15 @@ export function createEventBatcher(partitions: Queue<EventBatchJob> | Queue<Even
     weight: (e: QueuedEvent) => e.payload.length,
     maxWeight: options.maxBytes,
   });
-  return { add: (event) => (options.memory?.full() ? Promise.reject(REDIS_FULL) : batch.add(event)) };
+  return {
+    add: (event) => (options.memory?.full() ? Promise.reject(REDIS_FULL) : inCount === 0 ? Promise.reject(NO_PARTITION) : batch.add(event)),
+    partitions: () => queues.map((queue, p) => ({ name: queue.name, rotation: health[p].rotation, removals: health[p].removals, returns: health[p].returns })),
+    // A read keyed to each partition's slot goes to that partition's master: on a cluster a plain
+    // PING goes to a master picked at random, which may be one that has just died.
+    ping: () => Promise.any(queues.map(async (queue, p) => (await clientOf(queue)).pttl(probeKeys[p]))),
+    close() {
+      closed = true;
+      for (const timer of probes) clearTimeout(timer);
+    },
+  };
 }

@@ -77,6 +77,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
     uploadWatch,
     memory,
     queueScrapeTimeoutMs: 1000,
+    partitions: () => batcher.partitions(),
   });
 
   const batcher = createEventBatcher(eventsQueues, {
@@ -86,6 +87,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
     timeoutMs: config.enqueueTimeoutMs,
     onBatch: metrics.observeBatch,
     memory,
+    log,
   });
   const suppressions = createSuppressions({
     pool: poolOf(db),
@@ -157,6 +159,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
     close: () =>
       (closing ??= (async () => {
         await drain(server, config.shutdownTimeoutMs);
+        batcher.close();
         uploadWatch.close();
         await live.close();
         await suppressions.close();

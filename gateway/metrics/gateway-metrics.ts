@@ -9,6 +9,7 @@ import type { UploadWatch } from '../upload-watch.ts';
 import { registerRedisMemory } from '../../common/redis-memory-gauges.ts';
 import type { RedisMemory } from '../../common/redis-memory.ts';
 import type { ReadRoute } from '../../common/read-replica.ts';
+import type { EventBatcher } from '../event-batcher.ts';
 import { createRequestHistogram } from './request-histogram.ts';
 
 export interface GatewayMetrics {
@@ -33,6 +34,8 @@ export interface GatewayMetricsDeps {
   queueScrapeTimeoutMs: number;
   /** Where Profiles reads go (DATABASE_READ_URL): its lag and whether the replica is in use. */
   readRoute?: Pick<ReadRoute, 'lagSeconds' | 'usingReplica'>;
+  /** The events queue's partitions in and out of Track's rotation (event-batcher.ts). */
+  partitions?: EventBatcher['partitions'];
 }
 
 export const METRIC_NAMES = {
@@ -46,6 +49,9 @@ export const METRIC_NAMES = {
   suppressed: 'intake_suppressed_calls_total',
   /** The same series as a worker's (workers/metrics.ts), for the events queue. */
   queueJobs: 'intake_queue_jobs',
+  partitionInRotation: 'intake_queue_partition_in_rotation',
+  partitionRemovals: 'intake_queue_partition_removals_total',
+  partitionReturns: 'intake_queue_partition_returns_total',
 } as const;
 
 /**
@@ -85,7 +91,7 @@ export function createGatewayMetrics(deps: GatewayMetricsDeps): GatewayMetrics {
   });
   new Counter({
     name: METRIC_NAMES.refusals,
-    help: 'Requests refused with 429, by the bound that was full: in_flight (MAX_IN_FLIGHT), in_flight_environment (MAX_IN_FLIGHT_PER_ENVIRONMENT), uploads (MAX_UPLOADS), uploads_environment (MAX_UPLOADS_PER_ENVIRONMENT)',
+    help: 'Requests refused with 429, by the bound that refused them: in_flight (MAX_IN_FLIGHT), in_flight_environment (MAX_IN_FLIGHT_PER_ENVIRONMENT, or the fair share of MAX_IN_FLIGHT), uploads (MAX_UPLOADS), uploads_environment (MAX_UPLOADS_PER_ENVIRONMENT, the fair share of MAX_UPLOADS, or an upload taken back for an environment holding fewer)',
     labelNames: ['reason'],
     registers,
     collect() {
@@ -112,6 +118,7 @@ export function createGatewayMetrics(deps: GatewayMetricsDeps): GatewayMetrics {
   registerQueueDepth(registry, { [EVENTS_QUEUE]: eventsQueue }, queueScrapeTimeoutMs);
   registerRedisMemory(registry, memory);
   if (deps.readRoute) registerReadReplica(registry, deps.readRoute);
+  if (deps.partitions) registerPartitions(registry, deps.partitions);
 
   // Both series exist from the start, so a rate of failed batches is 0 rather than absent.
   batchSize.zero({ outcome: 'stored' });
@@ -158,6 +165,44 @@ function registerReadReplica(registry: Registry, route: Pick<ReadRoute, 'lagSeco
     aggregator: 'min',
     collect() {
       this.set(route.usingReplica() ? 1 : 0);
+    },
+  });
+}
+
+/**
+ * Each partition of the events queue, in Track's rotation or out of it, and how often it left and
+ * came back (gateway/event-batcher.ts), read at scrape time. Each process of a gateway keeps its
+ * own rotation: their scrape says 0 while any of them has the partition out, and adds the counts up.
+ */
+function registerPartitions(registry: Registry, partitions: EventBatcher['partitions']): void {
+  new Gauge({
+    name: METRIC_NAMES.partitionInRotation,
+    help: 'Whether Track batches go to this partition of the events queue (1), or it is out of the rotation until a probe confirms a write on it (0): its master could not confirm a batch (replicas not acknowledging within the bound, failing over, unreachable)',
+    labelNames: ['partition'],
+    registers: [registry],
+    aggregator: 'min',
+    collect() {
+      for (const p of partitions()) this.labels(p.name).set(p.rotation === 'in' ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: METRIC_NAMES.partitionRemovals,
+    help: 'Times a partition of the events queue was taken out of the rotation by a batch it could not confirm',
+    labelNames: ['partition'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const p of partitions()) this.labels(p.name).inc(p.removals);
+    },
+  });
+  new Counter({
+    name: METRIC_NAMES.partitionReturns,
+    help: 'Times a partition of the events queue came back into the rotation after a probe write on it was confirmed',
+    labelNames: ['partition'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const p of partitions()) this.labels(p.name).inc(p.returns);
     },
   });
 }

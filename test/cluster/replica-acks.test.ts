@@ -1,6 +1,7 @@
 // REDIS_MIN_REPLICA_ACKS on one Redis with a replica of its own (redis-server processes started
 // here): a 202 comes only once the replica holds the batch, a Redis with no replica answers 503
-// within the enqueue bound, and a write whose connection was replaced before WAIT is not
+// within the enqueue bound (and at once after, its one partition out of the rotation until a
+// replica confirms a probe), and a write whose connection was replaced before WAIT is not
 // acknowledged (WAIT on a fresh connection covers none of its writes and answers at once).
 import test from 'ava';
 import { createLogger } from '../../common/logger.ts';
@@ -9,6 +10,7 @@ import { createRedis, type SingleRedis } from '../../common/redis.ts';
 import { startGateway } from '../../gateway/server.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
+import { samples, series } from '../helpers/metrics.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
 import { closeEmptied, newTenant, openHarness } from '../helpers/services.ts';
 
@@ -53,6 +55,53 @@ test.serial('no replica: Track answers 503 within ENQUEUE_TIMEOUT_MS; with REDIS
     await h.close();
   }
 });
+
+test.serial(
+  'no replica: once a batch could not be confirmed, Track answers 503 at once and /readyz says why; a replica attached brings the partition back',
+  async (t) => {
+    const h = await openHarness({ REDIS_URL: master.url, REDIS_MIN_REPLICA_ACKS: '1', ENQUEUE_TIMEOUT_MS: '400' });
+    const gateway = await startGateway({ config: h.config, db: h.db, log });
+    try {
+      const tenant = await newTenant(h);
+      const url = `http://127.0.0.1:${gateway.port}`;
+      const send = async (messageId: string) => {
+        const started = performance.now();
+        const reply = await request(url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: trackBody({ messageId }) });
+        return { status: reply.status, text: reply.text, ms: performance.now() - started };
+      };
+      const inRotation = async () => samples((await request(url, '/metrics', { method: 'GET' })).text);
+      const first = await send('unconfirmed');
+      t.is(first.status, 503);
+      t.true(first.ms >= 380, `the first waits for WAIT (${Math.round(first.ms)} ms)`);
+      const then = [];
+      for (let i = 0; i < 20; i++) then.push(await send(`refused-${i}`));
+      t.deepEqual([...new Set(then.map((r) => r.text))], ['{"error":"Event storage is unavailable"}']);
+      const slowest = Math.max(...then.map((r) => r.ms));
+      // At once rather than after WAIT's 400 ms (partition-health.test.ts, run alone, holds them to 50 ms).
+      t.true(slowest < 200, `the next ones at once: slowest ${Math.round(slowest)} ms`);
+      const ready = await request(url, '/readyz', { method: 'GET' });
+      t.is(ready.status, 503);
+      t.like(ready.json, { status: 'unavailable', postgres: true, redis: true, reason: 'no partition of the events queue takes batches (out: events)' });
+      t.is(ready.json.partitions, undefined, 'one partition: named in the reason only');
+      let m = await inRotation();
+      t.is(m.get(series('intake_queue_partition_in_rotation', { partition: 'events' })), 0);
+      t.is(m.get(series('intake_queue_partition_removals_total', { partition: 'events' })), 1);
+
+      await withReplica();
+      const linked = performance.now();
+      const back = await eventually(async () => (await send(`back-${Date.now()}`)).status === 202, { timeoutMs: 5000, intervalMs: 50 });
+      t.true(back, 'accepted again once a probe is confirmed');
+      t.log(`202 again ${Math.round(performance.now() - linked)} ms after the replica linked`);
+      m = await inRotation();
+      t.is(m.get(series('intake_queue_partition_in_rotation', { partition: 'events' })), 1);
+      t.is(m.get(series('intake_queue_partition_returns_total', { partition: 'events' })), 1);
+      t.is((await request(url, '/readyz', { method: 'GET' })).status, 200);
+    } finally {
+      await gateway.close();
+      await closeEmptied(h);
+    }
+  },
+);
 
 test.serial('with a replica: every 202 is already on the replica when it is answered', async (t) => {
   await withReplica();

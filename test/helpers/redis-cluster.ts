@@ -29,6 +29,8 @@ export interface OwnCluster {
   masterOf(slot: number): Promise<ClusterNode>;
   /** Each master's slot ranges, by port. */
   slotRanges(): Promise<Map<number, [number, number][]>>;
+  /** The replicas of a master that the cluster does not hold failed. */
+  replicasOf(master: ClusterNode): Promise<ClusterNode[]>;
   /** SIGKILL a node (by the pid in its pid file). */
   kill(node: ClusterNode): void;
   /** Starts a killed node again, on its port and folder: it rejoins (as a replica once its replica was promoted). */
@@ -112,6 +114,14 @@ export async function startRedisCluster(group = 0): Promise<OwnCluster> {
     async masterOf(slot) {
       for (const [port, ranges] of await cluster.slotRanges()) if (ranges.some(([a, b]) => slot >= a && slot <= b)) return all.find((n) => n.port === port)!;
       throw new Error(`slot ${slot} has no master`);
+    },
+    async replicasOf(master) {
+      const id = String(await master.admin.cluster('MYID'));
+      // One node line each: `id host:port@bus flags …`, flags holding `fail` (or `fail?`) for a replica held down.
+      const lines = (await master.admin.cluster('REPLICAS', id)) as unknown as string[];
+      const live = lines.filter((l) => !/(^|,)fail\??(,|$)/.test(l.split(' ')[2] ?? ''));
+      const ports = live.map((l) => Number(/:(\d+)@/.exec(l)?.[1]));
+      return all.filter((n) => ports.includes(n.port));
     },
     kill(node) {
       process.kill(node.pid(), 'SIGKILL');
