@@ -37,16 +37,39 @@ export async function measureOffset(pool: Pick<pg.Pool, 'query'>): Promise<numbe
   return low > 0 ? low : high < 0 ? high : 0;
 }
 
-/** A clock that follows the database's; resolves once the first reading is taken (or failed: then this process's own clock). */
-export async function createTrustedClock(pool: Pick<pg.Pool, 'query'>, log?: Logger, measureMs = MEASURE_MS): Promise<TrustedClock> {
+/** Two readings of one difference agree within this (each is within a round trip of the truth). */
+const AGREE_MS = 1_000;
+
+/** How long after a reading that changes the difference it is read again, to confirm it. */
+const CONFIRM_MS = 2_000;
+
+/**
+ * A clock that follows the database's; resolves once the first reading is taken (or failed: then
+ * this process's own clock). A reading that changes the difference is adopted only when a second
+ * one CONFIRM_MS later agrees: a clock being stepped (by NTP or by hand, on this host or the
+ * database's) can be read mid-step, with one side moved and the other not yet, and that
+ * difference stamped on every receipt would be a lie for the whole MEASURE_MS.
+ */
+export async function createTrustedClock(
+  pool: Pick<pg.Pool, 'query'>,
+  log?: Logger,
+  { measureMs = MEASURE_MS, confirmMs = CONFIRM_MS }: { measureMs?: number; confirmMs?: number } = {},
+): Promise<TrustedClock> {
   let offset = 0;
   let warned = false;
+  const adopt = (reading: number) => {
+    offset = reading;
+    const far = Math.abs(offset) > WARN_OFFSET_MS;
+    if (far && !warned) log?.warn({ offsetMs: offset }, "this host's clock is far from PostgreSQL's: times follow PostgreSQL's");
+    warned = far;
+  };
   const measure = async () => {
     try {
-      offset = await measureOffset(pool);
-      const far = Math.abs(offset) > WARN_OFFSET_MS;
-      if (far && !warned) log?.warn({ offsetMs: offset }, "this host's clock is far from PostgreSQL's: times follow PostgreSQL's");
-      warned = far;
+      const reading = await measureOffset(pool);
+      if (Math.abs(reading - offset) <= AGREE_MS) return adopt(reading);
+      await new Promise((r) => setTimeout(r, confirmMs));
+      const again = await measureOffset(pool);
+      if (Math.abs(again - reading) <= AGREE_MS) adopt(again);
     } catch {
       // The last difference stands; the next reading tries again.
     }

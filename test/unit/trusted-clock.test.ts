@@ -25,7 +25,7 @@ test('now() follows a database clock twenty days behind, and keeps the last diff
       return { rows: [{ now: String(Date.now() - behind) }] };
     },
   } as unknown as pg.Pool;
-  const clock = await createTrustedClock(pool, undefined, 20);
+  const clock = await createTrustedClock(pool, undefined, { measureMs: 20, confirmMs: 5 });
   t.teardown(() => clock.close());
   t.true(Math.abs(clock.offsetMs() - behind) < 1000);
   t.true(Math.abs(clock.now() - (Date.now() - behind)) < 1000);
@@ -44,4 +44,29 @@ test('a slow round trip to a database whose clock agrees with this host makes no
     },
   } as unknown as pg.Pool;
   t.is(await measureOffset(pool), 0);
+});
+
+test('a reading taken mid-step (one clock moved, the other not yet) is not adopted unless the next one agrees', async (t) => {
+  const day = 86_400_000;
+  // The database's clock reads three days ahead once, then agrees with this host again.
+  const readings = [0, 3 * day, 0];
+  let n = 0;
+  const pool = { query: async () => ({ rows: [{ now: String(Date.now() + readings[Math.min(n++, readings.length - 1)]) }] }) } as unknown as pg.Pool;
+  const clock = await createTrustedClock(pool, undefined, { measureMs: 30, confirmMs: 5 });
+  t.teardown(() => clock.close());
+  t.is(clock.offsetMs(), 0);
+  await new Promise((r) => setTimeout(r, 100));
+  t.is(clock.offsetMs(), 0);
+  t.true(n >= 3);
+});
+
+test('a step of the clocks that stays is adopted once confirmed', async (t) => {
+  const day = 86_400_000;
+  let ahead = 0;
+  const pool = { query: async () => ({ rows: [{ now: String(Date.now() + ahead) }] }) } as unknown as pg.Pool;
+  const clock = await createTrustedClock(pool, undefined, { measureMs: 20, confirmMs: 5 });
+  t.teardown(() => clock.close());
+  ahead = 3 * day;
+  await new Promise((r) => setTimeout(r, 100));
+  t.true(Math.abs(clock.offsetMs() + 3 * day) < 1000);
 });
