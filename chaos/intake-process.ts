@@ -82,6 +82,16 @@ export class IntakeProcess {
     await this.exited;
   }
 
+  /** Freezes (SIGSTOP) or thaws (SIGCONT) the whole process group; cleanup's SIGKILL ends it either way. */
+  freeze(frozen: boolean): void {
+    if (this.child?.pid)
+      try {
+        process.kill(-this.child.pid, frozen ? 'SIGSTOP' : 'SIGCONT');
+      } catch {
+        // Gone already.
+      }
+  }
+
   private killNow(): void {
     if (this.child?.pid)
       try {

@@ -46,6 +46,10 @@ function intakeEnv(pg: OwnPostgres, redis: OwnCluster, clock: FakeClock, queuePr
     ...clock.env(),
     DATABASE_URL: pg.primaryUrl(DATABASE),
     DATABASE_READ_URL: pg.replicaUrl(DATABASE),
+    // Short, so that in the replica step (primary idle for longer) a gateway that judged the
+    // replica by when the primary last wrote, rather than by what the replica holds, would stop
+    // reading from it.
+    READ_REPLICA_MAX_LAG_MS: '2000',
     DATABASE_POOL_SIZE: '5',
     // REDIS_CLUSTER_NODES takes the place of REDIS_URL's host; the URL still has to be valid.
     REDIS_URL: `redis://${redis.nodes.split(',')[0]}`,

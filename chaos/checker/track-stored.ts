@@ -8,7 +8,8 @@
 // - enough for every 202: a send answered 202 is satisfied by a row of its own or of an
 //   earlier send of the same messageId whose identity window it fell in (it was a duplicate).
 //   It needs none when its person was erased by an erasure that may have come after its
-//   receipt, or was possibly suppressed when it arrived, or when its receipt day has passed
+//   receipt, or was possibly suppressed when it arrived, or when it may have repeated an
+//   earlier send of another person whose copy was removed so, or when its receipt day has passed
 //   the retention by the time the state was read (its partition may be dropped), or when the
 //   copy it duplicated has since passed the retention.
 // And every messageId record (event_ids) has its event, unless its day has passed the
@@ -86,6 +87,10 @@ export function trackStoredExactlyOnce(ctx: Context): Violation[] {
         (row) => earliest < identityWindowEnd(row.receivedAt, days) + RETENTION_SETTLE_MS && explainers(row).some((op) => earlier.includes(op)),
       );
       if (satisfied) continue;
+      // It may have been a repeat of an earlier send of another person (the same messageId is one
+      // event, the first stored), whose copy that person's erasure or suppression then removed.
+      const dupOfRemoved = earlier.some((op) => op !== send && trimmed(op.userId) !== trimmed(send.userId) && exemption(ctx, op, trimmed(op.userId)));
+      if (dupOfRemoved) continue;
       // The copy it duplicated may have passed the retention since.
       const dupOfExpired = earlier.some(
         (op) =>

@@ -193,6 +193,20 @@ test('track: a resend after an erasure is new data and must be stored', (t) => {
   t.deepEqual(run(trackStoredExactlyOnce, b, snapshot({ events: [row('m1', 'u-1', 5_001)] })), []);
 });
 
+test('track: a repeat of another person’s messageId is that event: gone with it when that person is erased', (t) => {
+  const b = new Builder();
+  b.track(1_000, 'm1', 'u-1');
+  // Another user's call with the same messageId: the same event, already stored.
+  b.track(2_000, 'm1', 'u-2');
+  b.command('forget', 3_000, 500, 'u-1');
+  t.deepEqual(run(trackStoredExactlyOnce, b, snapshot()), []);
+  // Without the erasure, the first copy must still be there.
+  const kept = new Builder();
+  kept.track(1_000, 'm1', 'u-1');
+  kept.track(2_000, 'm1', 'u-2');
+  t.is(run(trackStoredExactlyOnce, kept, snapshot()).length, 2);
+});
+
 test('track: a suppression in force when the call may have arrived excuses it, until an unsuppress exited 0', (t) => {
   const b = new Builder();
   b.command('suppress', 0, 500, 'u-1');
