@@ -53,7 +53,15 @@ export async function replicaRestartIdle(sys: System, rec: Recorder, gate: Gate,
     await sleep(step.holdMs);
     await sys.pg.startReplica();
     const replicaUpAt = Date.now();
-    rec.add({ type: 'fault', id: rec.id(), kind: 'replica-restart', target: 'PostgreSQL replica', startedAt, endedAt: replicaUpAt, note: idle ? 'primary idle' : 'the primary kept writing WAL' });
+    rec.add({
+      type: 'fault',
+      id: rec.id(),
+      kind: 'replica-restart',
+      target: 'PostgreSQL replica',
+      startedAt,
+      endedAt: replicaUpAt,
+      note: idle ? 'primary idle' : 'the primary kept writing WAL',
+    });
     const samples: ReplicaProbe['samples'] = [];
     const seen = new Set<string>();
     // Sample past the bound, so a late return is told from none; stop once every gateway is back.
