@@ -1,7 +1,7 @@
 // clients/typescript is a package of its own: it builds with its own tsconfig, has no runtime
 // dependency, and plain Node 20 (no tsx) imports it by name and calls a real gateway with it.
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +14,7 @@ const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PACKAGE = path.join(ROOT, 'clients/typescript');
 
-test('builds, has no runtime dependency, and `import { createClient } from "@intake/client"` works in plain Node', async (t) => {
+test('builds, has no runtime dependency, and `import` (ESM) and `require` (CommonJS) of "@intake/client" work in plain Node', async (t) => {
   const manifest = JSON.parse(readFileSync(path.join(PACKAGE, 'package.json'), 'utf8'));
   t.is(manifest.name, '@intake/client');
   t.is(manifest.dependencies, undefined, 'Node 20 standard library only');
@@ -43,4 +43,17 @@ test('builds, has no runtime dependency, and `import { createClient } from "@int
     env: { PATH: process.env.PATH, URL: gateway.url, SLUG: tenant.slug, KEY: tenant.key },
   });
   t.deepEqual(JSON.parse(stdout), { duplicate: false, fields: { ok: true } });
+
+  // A CommonJS project (npm init's default, no "type") requires it, as its README shows.
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'cjs-service', version: '1.0.0' }));
+  const cjs = `
+    const { createClient } = require('@intake/client');
+    const intake = createClient({ baseUrl: process.env.URL, orgSlug: process.env.SLUG, apiKey: process.env.KEY });
+    intake.identify({ userId: 'commonjs', traits: { cjs: true } })
+      .then((r) => intake.getProfile('commonjs').then((p) => console.log(JSON.stringify({ duplicate: r.duplicate, fields: p.fields }))))
+      .finally(() => intake.close());`;
+  writeFileSync(path.join(dir, 'index.js'), cjs);
+  const required = await run(process.execPath, ['index.js'], { cwd: dir, env: { PATH: process.env.PATH, URL: gateway.url, SLUG: tenant.slug, KEY: tenant.key } });
+  t.deepEqual(JSON.parse(required.stdout), { duplicate: false, fields: { cjs: true } });
+  t.is(required.stderr, '', 'no warning about loading an ES module');
 });
