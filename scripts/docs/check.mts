@@ -2,15 +2,15 @@
 // relative link or anchor of any Markdown file that leads nowhere, on a generated section or file
 // (scripts/docs/sections.mts: the configuration table, the CLI reference, .env.example) that
 // differs from what its source gives now, on a setting's default stated otherwise than
-// common/config.ts has it (scripts/docs/defaults.mts), and on development history written into
-// any file of the project (scripts/docs/history.mts).
+// common/config.ts has it (scripts/docs/defaults.mts), on a heading a Markdown file repeats, and
+// on development history written into any file of the project (scripts/docs/history.mts).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { wrongDefaults } from './defaults.mts';
 import { findHistory } from './history.mts';
-import { anchorsOf, linksOf } from './links.mts';
+import { anchorsOf, linksOf, repeatedHeadings } from './links.mts';
 import { GENERATED_FILES, SECTIONS, endMarker, readSection, startMarker } from './sections.mts';
 
 const HERE = path.relative(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..'), fileURLToPath(import.meta.url));
@@ -105,6 +105,12 @@ export function checkDocs(root: string): string[] {
         problems.push(`${file}:${line}: link ${target}: ${path.relative(root, resolved)} has no heading or anchor "${anchor}"`);
       }
     }
+  }
+
+  for (const [file, text] of texts) {
+    if (!file.endsWith('.md')) continue;
+    for (const { line, heading } of repeatedHeadings(text))
+      problems.push(`${file}:${line}: heading "${heading}" repeats an earlier one: one heading per section, or a link cannot tell them apart`);
   }
 
   for (const section of SECTIONS) {

@@ -66,3 +66,17 @@ export function anchorsOf(markdown: string): Set<string> {
   }
   return anchors;
 }
+
+/** Headings of a Markdown file whose anchor an earlier heading already has (GitHub would number it: a link cannot tell them apart). */
+export function repeatedHeadings(markdown: string): { line: number; heading: string }[] {
+  const seen = new Set<string>();
+  const repeated: { line: number; heading: string }[] = [];
+  unfenced(markdown).forEach((text, i) => {
+    const heading = /^\s{0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$/.exec(text);
+    if (!heading) return;
+    const anchor = slug(heading[1]);
+    if (seen.has(anchor)) repeated.push({ line: i + 1, heading: heading[1] });
+    seen.add(anchor);
+  });
+  return repeated;
+}

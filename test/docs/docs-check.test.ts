@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { checkDocs, projectFiles } from '../../scripts/docs/check.mts';
 import { findHistory } from '../../scripts/docs/history.mts';
-import { anchorsOf, linksOf, slug } from '../../scripts/docs/links.mts';
+import { anchorsOf, linksOf, repeatedHeadings, slug } from '../../scripts/docs/links.mts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -146,6 +146,11 @@ test("links and anchors: GitHub's slugs, fenced code and inline code ignored", (
     { line: 5, target: 'img.png' },
     { line: 6, target: 'ref.md' },
   ]);
+});
+
+test('a heading repeated in one file is reported at its second place; the same words in code or another level of text are not headings', (t) => {
+  t.deepEqual(repeatedHeadings('# A\n## Limits\ntext\n### Limits\n```\n## Limits\n```\n## Other\n'), [{ line: 4, heading: 'Limits' }]);
+  t.deepEqual(repeatedHeadings('# A\n## Limits of B\n## Limits\n'), []);
 });
 
 test('npm run docs:check exits 1 and names the broken link', async (t) => {
