@@ -6,7 +6,8 @@
 // - never two within one identity window (a resend inside the retention is the same event),
 //   unless an erasure of the person came between them (then the later one is new data);
 // - enough for every 202: a send answered 202 is satisfied by a row of its own or of an
-//   earlier send of the same messageId whose identity window it fell in (it was a duplicate).
+//   earlier send of the same messageId whose identity window it fell in (it was a duplicate),
+//   or of a resend of the same body inside its own window (stored first, this one its duplicate).
 //   It needs none when its person was erased by an erasure that may have come after its
 //   receipt, or was possibly suppressed when it arrived, or when it may have repeated an
 //   earlier send of another person whose copy was removed so, or when its receipt day has passed
@@ -83,8 +84,14 @@ export function trackStoredExactlyOnce(ctx: Context): Violation[] {
       // Its own day may have passed the retention by the time the state was read.
       if (checked >= identityWindowEnd(earliest, days)) continue;
       const earlier = sends.filter((op) => op.invokedAt <= send.completedAt);
+      // A copy of the same body sent again inside this send's identity window is the same event,
+      // whichever copy a worker reaches first: batches go to partitions in turn, and a partition
+      // whose master failed over is drained only once the workers have found its new master.
+      const copies = sends.filter((op) => sameBody(op, send));
       const satisfied = rows.some(
-        (row) => earliest < identityWindowEnd(row.receivedAt, days) + RETENTION_SETTLE_MS && explainers(row).some((op) => earlier.includes(op)),
+        (row) =>
+          earliest < identityWindowEnd(row.receivedAt, days) + RETENTION_SETTLE_MS &&
+          explainers(row).some((op) => earlier.includes(op) || (copies.includes(op) && row.receivedAt < identityWindowEnd(receiptWindow(send)[1], days))),
       );
       if (satisfied) continue;
       // It may have been a repeat of an earlier send of another person (the same messageId is one
@@ -144,6 +151,11 @@ function identitiesWithoutEvents(ctx: Context): Violation[] {
     });
   }
   return out;
+}
+
+/** One body sent twice: a resend carries the original's id. */
+function sameBody(a: TrackOp, b: TrackOp): boolean {
+  return (a.resendOf ?? a.id) === (b.resendOf ?? b.id);
 }
 
 function rowText(row: Row): string {

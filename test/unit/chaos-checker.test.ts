@@ -165,6 +165,20 @@ test('track: a 503 may or may not be stored; a resend inside the window stored t
   t.regex(twice[0].message, /stored twice/);
 });
 
+test('track: a resend of the same body stored first stands for the original; another send of the messageId does not', (t) => {
+  const b = new Builder();
+  const original = b.track(1_000, 'm1', 'u-1');
+  b.track(4_000, 'm1', 'u-1', undefined, { resendOf: original.id });
+  t.deepEqual(run(trackStoredExactlyOnce, b, snapshot({ events: [row('m1', 'u-1', 4_001)] })), [], 'the original was the duplicate');
+
+  const other = new Builder();
+  other.track(1_000, 'm1', 'u-1');
+  other.track(4_000, 'm1', 'u-1');
+  const found = run(trackStoredExactlyOnce, other, snapshot({ events: [row('m1', 'u-1', 4_001)] }));
+  t.is(found.length, 1, 'another body under the same messageId is not a copy of the first');
+  t.regex(found[0].message, /stored nowhere/);
+});
+
 test('track: an erasure that may have come after the call excuses a missing row; one certainly before it does not', (t) => {
   const after = new Builder();
   after.track(1_000, 'm1', ' u-1');
@@ -375,6 +389,11 @@ test('refused: a 4xx stores nothing; a bad request answered 2xx is reported', (t
   const accepted = new Builder();
   accepted.bad(1_000, 'bad-2', 'bu-2', { status: 202, body: '{}' });
   t.regex(run(refusedStoredNothing, accepted, snapshot())[0].message, /not 4xx/);
+  // A 5xx before the body was judged (PostgreSQL away for an uncached key) is property 5's to judge; it still stores nothing.
+  const unavailable = new Builder();
+  unavailable.bad(1_000, 'bad-3', 'bu-3', { status: 500, body: '{"error":"Internal error"}' });
+  t.deepEqual(run(refusedStoredNothing, unavailable, snapshot()), []);
+  t.is(run(refusedStoredNothing, unavailable, snapshot({ events: [row('bad-3', 'bu-3', 1_001)] })).length, 1);
 });
 
 // ---- property 5 ------------------------------------------------------------------------------
