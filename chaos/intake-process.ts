@@ -14,7 +14,7 @@ import { onCleanup } from './cleanup.ts';
 export const INTAKE_ROOT = process.env.CHAOS_INTAKE_ROOT || path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const INTAKE_BIN = path.join(INTAKE_ROOT, 'bin/intake.js');
 
-/** How long a gateway or worker may take to answer /healthz after it is started (tsx compiles the sources on a busy machine). */
+/** How long a gateway or worker may take to answer /healthz after it is started (on a busy machine). */
 const START_BOUND_MS = 90_000;
 
 export class IntakeProcess {

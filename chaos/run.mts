@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseChaosArgs } from './args.ts';
 import { installSignalHandlers } from './cleanup.ts';
+import { buildForRun } from './build.ts';
 import { germanLocale } from './postgres.ts';
 import { runSeed } from './seed-run.ts';
 
@@ -30,9 +31,11 @@ process.once('exit', () => rmSync(localeDir, { recursive: true, force: true }));
 let failed = false;
 try {
   const locales = await germanLocale(localeDir);
+  log('compiling the sources for the run');
+  const build = await buildForRun();
   for (const seed of args.seeds) {
     try {
-      const result = await runSeed(seed, args.minutes, locales, log, args.keep);
+      const result = await runSeed(seed, args.minutes, { locales, build }, log, args.keep);
       if (result.report) process.stdout.write(`${result.report}\n`);
       process.stdout.write(`${JSON.stringify(result.summary)}\n`);
       if (result.violations.length) failed = true;

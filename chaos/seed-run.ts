@@ -32,7 +32,14 @@ export interface SeedResult {
   report: string;
 }
 
-export async function runSeed(seed: number, minutes: number, locales: string, log: (line: string) => void, keep = false): Promise<SeedResult> {
+/** `setup`: the German locale's folder (postgres.ts) and the run's build (build.ts). */
+export async function runSeed(
+  seed: number,
+  minutes: number,
+  setup: { locales: string; build: string },
+  log: (line: string) => void,
+  keep = false,
+): Promise<SeedResult> {
   const began = Date.now();
   const plan = makePlan(seed, minutes);
   const dir = mkdtempSync(path.join(tmpdir(), `intake-chaos-${seed}-`));
@@ -50,7 +57,7 @@ export async function runSeed(seed: number, minutes: number, locales: string, lo
   let stop = false;
   try {
     log(`seed ${seed}: starting PostgreSQL (primary and replica), a Redis Cluster, 2 gateways and 2 workers`);
-    const sys = await startSystem({ seed, dir, logDir, locales });
+    const sys = await startSystem({ seed, dir, logDir, ...setup });
     const off = await offClock(sys);
     if (off.length) throw new Error(`processes not on the fake clock at the start: ${off.join('; ')}`);
     log(

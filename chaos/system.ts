@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../test/helpers/free-port.ts';
 import { startRedisCluster, type OwnCluster } from '../test/helpers/redis-cluster.ts';
+import { runFromBuild } from './build.ts';
 import { onCleanup } from './cleanup.ts';
 import { FakeClock } from './clock.ts';
 import { runIntake, runIntakeJson } from './commands.ts';
@@ -75,8 +76,8 @@ function intakeEnv(pg: OwnPostgres, redis: OwnCluster, clock: FakeClock, queuePr
   };
 }
 
-export async function startSystem(options: { seed: number; dir: string; logDir: string; locales: string }): Promise<System> {
-  const { seed, dir, logDir, locales } = options;
+export async function startSystem(options: { seed: number; dir: string; logDir: string; locales: string; build: string }): Promise<System> {
+  const { seed, dir, logDir, locales, build } = options;
   mkdirSync(logDir, { recursive: true });
   const clock = new FakeClock(path.join(dir, 'clock'));
   // Both are waited for even when one fails, so that the other is registered for cleanup before the failure is thrown.
@@ -102,7 +103,7 @@ export async function startSystem(options: { seed: number; dir: string; logDir: 
   if (redisStarted.status === 'rejected') throw redisStarted.reason;
   const [pg, redis] = [pgStarted.value, redisStarted.value];
   const queuePrefix = `chaos-${seed}-${randomBytes(4).toString('hex')}`;
-  const env = intakeEnv(pg, redis, clock, queuePrefix);
+  const env = { ...intakeEnv(pg, redis, clock, queuePrefix), ...runFromBuild(build) };
 
   const migrated = await runIntake(['migrate'], env);
   if (migrated.exitCode !== 0) throw new Error(`intake migrate exited ${migrated.exitCode}: ${migrated.stderr.trim()}`);
