@@ -164,7 +164,7 @@ async function runGateway(config: Config): Promise<number> {
     if (!onGatewayThread && config.gatewaySemiSpaceMb > 0) {
       // The thread hears only the signals that come once it runs: one that came before stops it here.
       if (stopSignals?.received()) return 0;
-      return runOnGatewayThread(['gateway'], config.gatewaySemiSpaceMb);
+      return runOnGatewayThread(['gateway'], config.gatewaySemiSpaceMb, config.identifyCacheMb + config.keyCacheMb);
     }
     const { startGateway } = await import('../gateway/server.ts');
     return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })], onGatewayThread ? signalFromMainThread() : undefined);

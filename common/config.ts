@@ -158,7 +158,7 @@ const settings = {
   gatewaySemiSpaceMb: {
     env: 'GATEWAY_SEMI_SPACE_MB',
     default: '32',
-    doc: "the gateway's young generation: V8's semi-space in MB, like node's `--max-semi-space-size` (its default is 16). `intake gateway` runs its gateway on a thread of its own process whose heap is made this size (a running process cannot resize its own); 0 = on the main thread with node's default. With GATEWAY_PROCESSES > 1 each process gets it as that node flag",
+    doc: "the gateway's young generation: V8's semi-space in MB, like node's `--max-semi-space-size` (its default is 16). `intake gateway` runs its gateway on a thread of its own process whose heap is made this size (a running process cannot resize its own), its old generation capped for the caches (docs/reliability.md, memory bounds); 0 = on the main thread with node's defaults for both generations, where that bound holds only with NODE_OPTIONS=--max-old-space-size. With GATEWAY_PROCESSES > 1 each process gets it as that node flag, and its old generation's cap as --max-old-space-size, 0 or not",
     parse: int(0, 1024),
   },
   host: {

@@ -150,8 +150,12 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
 
   const port = await listen(server, config.port, config.host);
   if (deps.cluster) deps.cluster.listening(port);
-  // On the gateway's own thread (heap-thread.ts), the young generation it was given.
-  else log.info({ port, youngGenerationMb: resourceLimits.maxYoungGenerationSizeMb ?? null }, 'gateway listening');
+  // On the gateway's own thread (heap-thread.ts), the heap it was given; null on a main thread, whose heap node sets from its flags.
+  else
+    log.info(
+      { port, youngGenerationMb: resourceLimits.maxYoungGenerationSizeMb ?? null, oldGenerationMb: resourceLimits.maxOldGenerationSizeMb ?? null },
+      'gateway listening',
+    );
 
   let closing: Promise<void> | undefined;
   return {

@@ -8,8 +8,10 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from '../../common/config.ts';
 import type { Logger } from '../../common/logger.ts';
+import { gatewayHeapFlags, oldGenerationMb, youngGenerationMb } from '../heap-thread.ts';
 import { createMetricsCollector } from './collect-metrics.ts';
 import { isMessage, type ToPrimary, type ToProcess } from './messages.ts';
+import { processConfig } from './share.ts';
 
 /** A process that dies waits this long before it is replaced, doubling with each other death in the last minute, up to 30 s. */
 export function restartDelayMs(deathsInLastMinute: number): number {
@@ -18,13 +20,30 @@ export function restartDelayMs(deathsInLastMinute: number): number {
 
 const MINUTE_MS = 60_000;
 
+/**
+ * Each process's heap: its young generation as GATEWAY_SEMI_SPACE_MB asks (null: node's
+ * default), its old generation capped for its share of the caches (gateway/heap-thread.ts), so
+ * that each stays within the memory bound (docs/reliability.md) for its share; and the node
+ * flags that give it, which a process reads at start-up.
+ */
+export function processHeap(config: Config): { youngGenerationMb: number | null; oldGenerationMb: number; flags: string[] } {
+  const share = processConfig(config, config.gatewayProcesses);
+  const cachesMb = share.identifyCacheMb + share.keyCacheMb;
+  return {
+    youngGenerationMb: config.gatewaySemiSpaceMb > 0 ? youngGenerationMb(config.gatewaySemiSpaceMb) : null,
+    oldGenerationMb: oldGenerationMb(cachesMb),
+    flags: gatewayHeapFlags(config.gatewaySemiSpaceMb, cachesMb),
+  };
+}
+
 /** Runs until every process has stopped; resolves with the exit code of the command. */
 export function runGatewayPrimary(config: Config, log: Logger): Promise<number> {
   const processes = config.gatewayProcesses;
   // The default exec and args: this same `intake gateway`. Structured clone carries metric values (NaN, +Inf) as they are.
-  // Each process's young generation as a node flag (one process runs a thread instead: heap-thread.ts).
-  const semiSpace = config.gatewaySemiSpaceMb > 0 ? [`--max-semi-space-size=${config.gatewaySemiSpaceMb}`] : [];
-  cluster.setupPrimary({ serialization: 'advanced', execArgv: [...process.execArgv, ...semiSpace] });
+  // Each process's heap as node flags (one process runs a thread instead: heap-thread.ts), after
+  // this process's own: the last of a flag wins, over NODE_OPTIONS too.
+  const heap = processHeap(config);
+  cluster.setupPrimary({ serialization: 'advanced', execArgv: [...process.execArgv, ...heap.flags] });
   const listening = new Set<Worker>();
   const live = new Set<Worker>();
   const collector = createMetricsCollector();
@@ -73,8 +92,17 @@ export function runGatewayPrimary(config: Config, log: Logger): Promise<number> 
       if (announced) log.info({ processPid: worker.process.pid }, 'gateway process replaced');
       else if (listening.size === processes) {
         announced = true;
-        // The one line tests and scripts wait for, as a single-process gateway prints it.
-        log.info({ port, processes, processPids: [...listening].map((w) => w.process.pid) }, 'gateway listening');
+        // The one line tests and scripts wait for, as a single-process gateway prints it; the heap is each process's.
+        log.info(
+          {
+            port,
+            processes,
+            processPids: [...listening].map((w) => w.process.pid),
+            youngGenerationMb: heap.youngGenerationMb,
+            oldGenerationMb: heap.oldGenerationMb,
+          },
+          'gateway listening',
+        );
       }
     };
 

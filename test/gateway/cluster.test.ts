@@ -1,7 +1,9 @@
 // A gateway of two processes (GATEWAY_PROCESSES=2, gateway/cluster/): `intake gateway` as a
 // node:cluster primary whose processes share one port. Requests reach both processes and are
-// stored; GET /metrics on either one adds up both; SIGTERM drains both; a killed process is
-// replaced while the other answers; processes whose primary is killed end with it.
+// stored; each process's old generation is capped for its share of the caches; GET /metrics on
+// either one adds up both; SIGTERM drains both; a killed process is replaced while the other
+// answers; processes whose primary is killed end with it.
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import test from 'ava';
 import { METRIC_NAMES } from '../../gateway/metrics/gateway-metrics.ts';
@@ -108,6 +110,25 @@ test.serial('Track and Identify are answered by both processes and stored', asyn
   const worker = await workerInProcess(h);
   t.teardown(() => worker.close());
   t.true(await eventually(async () => (await h.db.event.count({ where: { environmentId: tenant.environmentId } })) === 20), 'every accepted event stored');
+});
+
+test.serial("each process's heap is capped for its share of the caches, and the listening line says so", async (t) => {
+  // Shares of 100 + 8 MB: 256 + 3 × 108 = 580 MB (the whole caches' would be 904).
+  const gateway = await startGateway(t, { IDENTIFY_CACHE_MB: '200', KEY_CACHE_MB: '16' });
+  t.is(gateway.pids.length, 2, gateway.output());
+  const line = JSON.parse(
+    gateway
+      .output()
+      .split('\n')
+      .find((l) => l.includes('"msg":"gateway listening"'))!,
+  );
+  t.like(line, { youngGenerationMb: 96, oldGenerationMb: 580 });
+  for (const pid of gateway.pids) {
+    // What node was started with: its arguments as the kernel holds them (the last of a flag wins).
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    t.is(args.findLast((a) => a.startsWith('--max-old-space-size='))?.split('=')[1], '580', `process ${pid}: ${args.join(' ')}`);
+    t.is(args.findLast((a) => a.startsWith('--max-semi-space-size='))?.split('=')[1], '32', `process ${pid}`);
+  }
 });
 
 test.serial('GET /metrics on either process adds up both: N requests raise the counter by exactly N', async (t) => {

@@ -1,9 +1,10 @@
 // A multi-process gateway's arithmetic: GATEWAY_PROCESSES, each process's share of the
-// gateway's bounds, its JSON threads, and the pause before a dead process is replaced.
+// gateway's bounds, its JSON threads, its heap, and the pause before a dead process is replaced.
+import { execFile } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import test from 'ava';
 import { loadConfig } from '../../common/config.ts';
-import { restartDelayMs } from '../../gateway/cluster/primary.ts';
+import { processHeap, restartDelayMs } from '../../gateway/cluster/primary.ts';
 import { jsonThreadsPerProcess, processConfig, shareOf } from '../../gateway/cluster/share.ts';
 
 test('GATEWAY_PROCESSES: one process by default, auto is one per core; a count from 1; anything else is refused', (t) => {
@@ -74,4 +75,35 @@ test('JSON threads: one process keeps the pool default; processes on every core 
 
 test('a dead process is replaced after 250 ms, doubling with each other death in the last minute, at most 30 s', (t) => {
   t.deepEqual([1, 2, 3, 4, 5, 6, 7, 8, 20].map(restartDelayMs), [250, 500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
+});
+
+test("each process's heap: the young generation as GATEWAY_SEMI_SPACE_MB asks, the old generation capped for its share of the caches", (t) => {
+  t.deepEqual(processHeap(loadConfig({ GATEWAY_PROCESSES: '2' })), {
+    youngGenerationMb: 96,
+    oldGenerationMb: 512,
+    flags: ['--max-semi-space-size=32', '--max-old-space-size=512'],
+  });
+  // Shares of 100 + 8 MB: 256 + 3 × 108. The whole caches' 216 MB would give 904.
+  t.like(processHeap(loadConfig({ GATEWAY_PROCESSES: '2', IDENTIFY_CACHE_MB: '200', KEY_CACHE_MB: '16' })), { oldGenerationMb: 580 });
+  t.like(processHeap(loadConfig({ GATEWAY_PROCESSES: '4', IDENTIFY_CACHE_MB: '1024', KEY_CACHE_MB: '16' })), { oldGenerationMb: 1036 });
+  t.deepEqual(
+    processHeap(loadConfig({ GATEWAY_PROCESSES: '2', GATEWAY_SEMI_SPACE_MB: '0' })),
+    { youngGenerationMb: null, oldGenerationMb: 512, flags: ['--max-old-space-size=512'] },
+    'node keeps its young generation; the old one is capped all the same',
+  );
+});
+
+test("a process started with them has that heap, over the primary's own flag and NODE_OPTIONS", async (t) => {
+  const heap = processHeap(loadConfig({ GATEWAY_PROCESSES: '2', IDENTIFY_CACHE_MB: '200', KEY_CACHE_MB: '16' }));
+  // As cluster.fork starts one: the primary's execArgv, then the heap's flags.
+  const limitMb = await new Promise<number>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      ['--max-old-space-size=2000', ...heap.flags, '-p', "require('node:v8').getHeapStatistics().heap_size_limit"],
+      { env: { ...process.env, NODE_OPTIONS: '--max-old-space-size=100' } },
+      (err, stdout) => (err ? reject(err) : resolve(Number(stdout) / 1_048_576)),
+    ),
+  );
+  // V8's heap limit is the old generation and the young one (three semi-spaces).
+  t.true(limitMb >= 580 && limitMb <= 580 + 96 + 32, `heap limit ${limitMb} MB`);
 });
