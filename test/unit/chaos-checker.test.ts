@@ -362,12 +362,12 @@ test('erasure: bounded in time when no fault overlaps; under joins, against its 
   t.regex(run(erasureRemovedPerson, slow, snapshot())[0].message, /took/);
 
   const raced = new Builder();
-  const control = raced.command('export', 1_000, 1_500, 'nobody', {}, { purpose: 'control' });
+  const control = raced.command('forget', 1_000, 1_500, 'nobody', {}, { purpose: 'control', org: 'b' });
   raced.command('forget', 1_000, 1_500 + ERASURE_UNDER_JOINS_BOUND_MS + 100, 'ej-0', {}, { purpose: 'join-erasure', pairedWith: control.id });
   t.regex(run(erasureRemovedPerson, raced, snapshot())[0].message, /more than its control/);
 
   const fine = new Builder();
-  const c2 = fine.command('export', 1_000, 1_500, 'nobody', {}, { purpose: 'control' });
+  const c2 = fine.command('forget', 1_000, 1_500, 'nobody', {}, { purpose: 'control', org: 'b' });
   fine.command('forget', 1_000, 1_500 + ERASURE_UNDER_JOINS_BOUND_MS - 100, 'ej-0', {}, { purpose: 'join-erasure', pairedWith: c2.id });
   t.deepEqual(run(erasureRemovedPerson, fine, snapshot()), []);
 });
