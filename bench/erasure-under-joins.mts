@@ -158,7 +158,12 @@ async function main(): Promise<number> {
     const { key } = await keyCreate(operator, [slug]);
     await operator.close();
     execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs'), '--out-dir', BUILD_DIR, '--no-check'], { stdio: ['ignore', 'ignore', 'inherit'] });
-    const gateway = await startProcess(['bin/intake.js', 'gateway'], { ...ENV, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }, /gateway listening/, children);
+    const gateway = await startProcess(
+      ['bin/intake.js', 'gateway'],
+      { ...ENV, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+      /gateway listening/,
+      children,
+    );
     try {
       const results: RunResult[] = [];
       for (let i = 1; i <= RUNS; i++) {
