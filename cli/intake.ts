@@ -5,15 +5,17 @@
 import cluster from 'node:cluster';
 import { isMainThread } from 'node:worker_threads';
 import { setFlagsFromString } from 'node:v8';
-import { ConfigError, loadConfig, type Config } from '../common/config.ts';
+import { ConfigError, describeConfig, loadConfig, type Config } from '../common/config.ts';
 import { EnvFileError, loadEnvFile } from '../common/env-file.ts';
 import type { Db } from '../common/db.ts';
-import type { Logger } from '../common/logger.ts';
+import { holdLines, type Logger } from '../common/logger.ts';
 import { stringifyJson } from '../common/domain/json-text.ts';
 import { readArgs, route, UsageError } from './args.ts';
 import { lastLine, settingHint } from './setting-errors.ts';
 import { OperatorError, STREAMED, loadQueueModules, openOperator, type OperatorDeps } from './operator.ts';
 import { spec, type CommandName, type OperatorName, type ProcessName } from './usage.ts';
+import { LocalServiceError } from './local-services/shared.ts';
+import type { LocalMode } from './local-services/index.ts';
 
 type Operator = (deps: OperatorDeps, argv: string[]) => Promise<unknown>;
 type LazyOperator = () => Promise<Operator>;
@@ -75,9 +77,43 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'import') return printJson(await (await import('./commands/import.ts')).importCommand(loadConfig(), routed.argv));
   if (isProcess(command)) {
     readArgs(routed.argv, command); // they take no arguments
-    return runNamedProcess(command, loadConfig());
+    return withLocalServices(command, (config) => runNamedProcess(command, config));
   }
-  return runOperator(loadConfig(), await operators[command](), routed.argv, QUEUE_COMMANDS.has(command));
+  const operator = await operators[command]();
+  return withLocalServices(command, (config) => runOperator(config, operator, routed.argv, QUEUE_COMMANDS.has(command)));
+}
+
+/**
+ * Runs `run` once DATABASE_URL and REDIS_URL name servers: where the settings ask for the
+ * checkout's own (DATABASE_URL=embedded) or leave a default that nothing answers at, the embedded
+ * PostgreSQL and a redis-server of this folder, started when they do not run, except by the
+ * processes of a deployment (cli/local-services/). This process lets go of them when `run` ends.
+ */
+async function withLocalServices(command: CommandName, run: (config: Config) => Promise<number>): Promise<number> {
+  const config = loadConfig(); // every bad setting is reported before anything starts
+  // A gateway's thread and a cluster member inherit the resolved settings from the process that started them.
+  if (!isMainThread || cluster.isWorker) return run(config);
+  const { openLocalServices } = await import('./local-services/index.ts');
+  const defaultOf = (name: string) => describeConfig().find((s) => s.env === name)!.default;
+  const local = await openLocalServices(localMode(command), {
+    env: process.env,
+    cwd: process.cwd(),
+    defaults: { databaseUrl: defaultOf('DATABASE_URL'), redisUrl: defaultOf('REDIS_URL') },
+    uid: process.getuid?.() ?? -1,
+    platform: process.platform,
+    name: `intake ${command}`,
+    say: (line) => process.stderr.write(line + '\n'),
+  });
+  try {
+    return await run(loadConfig());
+  } finally {
+    await local.close();
+  }
+}
+
+function localMode(command: CommandName): LocalMode {
+  if (command === 'dev' || command === 'migrate') return command;
+  return isProcess(command) ? 'process' : 'command';
 }
 
 function isProcess(command: CommandName): command is ProcessName {
@@ -114,11 +150,21 @@ async function runNamedProcess(command: ProcessName, config: Config): Promise<nu
         import('../gateway/server.ts'),
       ]);
       await migrate(config.databaseUrl);
-      return runProcess(config, 'dev', async (db, log) => [
-        await startWorkers({ config, db, log }),
-        await startGateway({ config, db, log }),
-        ...(await devDashboard(config, db, log)),
-      ]);
+      return runProcess(config, 'dev', async (db, log) => {
+        // The summary is what a terminal shows first once the parts listen: their start-up lines
+        // wait for it, for at most DEV_HOLD_MS, so that a start-up stuck on a server that does not
+        // answer still shows its warnings; a failed start-up writes them before its error.
+        const release = holdLines(log, DEV_HOLD_MS);
+        try {
+          const workers = await startWorkers({ config, db, log });
+          const gateway = await startGateway({ config, db, log });
+          const dashboard = await devDashboard(config, db, log);
+          await printDevSummary(config, { gateway: gateway.port, workerMetrics: workers.metricsPort, dashboard: dashboard?.port ?? null });
+          return [workers, gateway, ...(dashboard ? [dashboard] : [])];
+        } finally {
+          release();
+        }
+      });
     }
   }
 }
@@ -134,15 +180,42 @@ async function printUsage(text: string, exit: 0 | 2): Promise<number> {
  * On a laptop the dashboard is a convenience: a taken DASHBOARD_PORT (another checkout's `dev`,
  * say) must not stop the gateway and worker, so it is skipped with a warning.
  */
-async function devDashboard(config: Config, db: Db, log: Logger): Promise<{ close(): Promise<void> }[]> {
+async function devDashboard(config: Config, db: Db, log: Logger): Promise<{ port: number; close(): Promise<void> } | null> {
   const { startDashboard } = await import('../gateway/dashboard.ts');
   try {
-    return [await startDashboard({ config, db, log })];
+    return await startDashboard({ config, db, log });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
     log.warn({ port: config.dashboardPort }, 'dashboard not started: DASHBOARD_PORT is in use');
-    return [];
+    return null;
   }
+}
+
+/** How long `npm start` holds its start-up log lines for its summary at most. */
+const DEV_HOLD_MS = 10_000;
+
+/**
+ * `npm start`'s few lines for a human: where each part answers. Written once every part listens,
+ * so the ports are the ones taken (PORT=0 picks one) and a part that did not start is said so,
+ * and before the start-up's log lines, held until then. On stderr: stdout carries the JSON log
+ * lines, one document each, which a log collector parses; a terminal shows both.
+ */
+async function printDevSummary(config: Config, ports: { gateway: number; workerMetrics: number | null; dashboard: number | null }): Promise<void> {
+  const url = (host: string, port: number, path = '') => {
+    // A wildcard address is reached on loopback; an IPv6 literal needs its brackets in a URL.
+    const reach = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+    return `http://${reach}:${port}${path}`;
+  };
+  const absent = (setting: string) => `none: ${setting} could not be listened on (the log says why)`;
+  const lines = [
+    'intake is running: gateway, worker and dashboard in this process (Ctrl-C stops them; JSON log lines on stdout)',
+    `  gateway           ${url(config.host, ports.gateway)}`,
+    `  dashboard         ${ports.dashboard === null ? absent('DASHBOARD_PORT') : url(config.dashboardHost, ports.dashboard, '/')}`,
+    `  live view         ${ports.dashboard === null ? absent('DASHBOARD_PORT') : url(config.dashboardHost, ports.dashboard, '/live')}`,
+    `  gateway metrics   ${url(config.host, ports.gateway, '/metrics')}`,
+    `  worker metrics    ${ports.workerMetrics === null ? absent('WORKER_METRICS_PORT') : url(config.host, ports.workerMetrics, '/metrics')}`,
+  ];
+  await new Promise<void>((resolve) => process.stderr.write(lines.join('\n') + '\n', () => resolve()));
 }
 
 /**
@@ -304,12 +377,20 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: Error & { code?: string }) => {
     const usage = err instanceof UsageError;
-    const expected = err instanceof OperatorError || usage || err instanceof ConfigError || err instanceof EnvFileError || STARTUP_CODES.has(err.code ?? '');
+    const expected =
+      err instanceof OperatorError ||
+      usage ||
+      err instanceof ConfigError ||
+      err instanceof EnvFileError ||
+      err instanceof LocalServiceError ||
+      STARTUP_CODES.has(err.code ?? '');
     const hint = expected ? null : hintFor(err);
     // One line on stderr (product.md). Settings read "A: why; B: why". An error a setting
     // explains names the setting; of anything else, the last line of its message: Prisma puts
     // the cause there, after a source excerpt.
-    const line = expected ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ') : (hint ?? `${err.name}: ${lastLine(err.message) || 'unknown error'}`);
+    const line = expected
+      ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ')
+      : (hint ?? `${err.name}: ${lastLine(err.message) || 'unknown error'}`);
     const usageHint = usage ? ` (${err.hint})` : '';
     // LOG_LEVEL=debug: the stack of the unexpected follows, for a bug report.
     const stack = !expected && /^(debug|trace)$/.test(process.env.LOG_LEVEL ?? '') ? `\n${err.stack}` : '';

