@@ -20,6 +20,8 @@ import { answerInJson } from './client-error.ts';
 import type { Logger } from '../common/logger.ts';
 import { allPartitions, closeQueues, createDeadLetterQueue, createEventsQueues, createServiceEventsQueue, EVENTS_QUEUE } from '../common/queues.ts';
 import { createRedis } from '../common/redis.ts';
+import { BOARD_UI, boardPage, DASHBOARD_CSP } from './live/board-page.ts';
+import { ICONS } from './live/favicon.ts';
 import { livePages } from './live/pages.ts';
 
 export interface Dashboard {
@@ -132,7 +134,7 @@ export function isLoopback(host: string): boolean {
 /** What the dashboard shows of a job's data and return value when no password guards it. */
 export const HIDDEN_JOB_DATA = 'hidden: set DASHBOARD_PASSWORD to see job data';
 
-/** healthz, readyz and metrics (open) → basic auth when a password is set → the live view (/live/…) → bull-board (UI at /, JSON API under /api). */
+/** healthz, readyz, metrics and the icon (open) → basic auth when a password is set → the live view (/live/…) → bull-board (UI at /, JSON API under /api). */
 function createDashboardApp(deps: {
   config: DashboardConfig;
   queues: Queue[];
@@ -155,8 +157,9 @@ function createDashboardApp(deps: {
   createBullBoard({
     queues: adapters,
     serverAdapter: board,
-    options: { uiConfig: { boardTitle: 'intake queues', miscLinks: [{ text: 'Live view', url: '/live/events' }] } },
+    options: { uiConfig: { boardTitle: 'intake queues', ...BOARD_UI } },
   });
+  const boardPlugin = board.registerPlugin();
 
   const app = new Koa({ proxy: false });
   // Errors are logged here, once; Koa's default handler would print stacks to stderr.
@@ -164,15 +167,29 @@ function createDashboardApp(deps: {
   app.on('error', (err: Error) => log.warn({ err: err.message }, 'dashboard request failed'));
   app.use(requestLog(log));
   app.use(async (ctx, next) => {
+    // No page of the dashboard loads anything from another origin (gateway/live/board-page.ts).
+    ctx.set('Content-Security-Policy', DASHBOARD_CSP);
     if (ctx.method !== 'GET') return next();
     if (ctx.path === '/healthz') return healthz(ctx, next);
     if (ctx.path === '/readyz') return probes.readyz(ctx, next);
     if (ctx.path === '/metrics') return probes.metrics(ctx, next);
+    // The icon shows nothing of the queues, and a browser asks for it on its own.
+    const icon = ICONS.get(ctx.path);
+    if (icon) {
+      ctx.type = icon.type;
+      ctx.set('Cache-Control', 'public, max-age=86400');
+      ctx.body = icon.body;
+      return;
+    }
     return next();
   });
   if (config.dashboardPassword) app.use(basicAuth(config.dashboardUser, config.dashboardPassword));
   app.use(deps.live);
-  app.use(board.registerPlugin());
+  app.use(async (ctx, next) => {
+    await boardPlugin(ctx, next);
+    // bull-board's page (at / and at each of its client-side routes), not its API or files.
+    if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = boardPage(ctx.body);
+  });
   return app;
 }
 

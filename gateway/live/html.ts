@@ -3,7 +3,9 @@
 // Every text goes through esc(); text a caller sent goes through callerText() or mono(), which
 // also isolate it (a right-to-left name moves nothing around it) and mark the characters that
 // caller-text.ts never writes as themselves.
+import { createHash } from 'node:crypto';
 import { escapeCode, replaceUnshowable, SHOWN_CHARS } from './caller-text.ts';
+import { ICON_LINKS } from './favicon.ts';
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -18,7 +20,10 @@ function isolated(value: unknown, className?: string): string {
   const cut = text.length > SHOWN_CHARS;
   // A surrogate pair is not split: its high half alone would be shown as an escape.
   if (cut) text = text.slice(0, /[\ud800-\udbff]/.test(text[SHOWN_CHARS - 1]) ? SHOWN_CHARS - 1 : SHOWN_CHARS);
-  const html = replaceUnshowable(text.replace(/[&<>"']/g, (c) => ESCAPES[c]), (c) => `<span class="ctl">${escapeCode(c)}</span>`);
+  const html = replaceUnshowable(
+    text.replace(/[&<>"']/g, (c) => ESCAPES[c]),
+    (c) => `<span class="ctl">${escapeCode(c)}</span>`,
+  );
   return `<bdi${className ? ` class="${className}"` : ''}>${html}${cut ? '…' : ''}</bdi>`;
 }
 
@@ -31,11 +36,24 @@ export const PAGES = [
   { path: '/live/dead-letters', title: 'Dead letters' },
 ] as const;
 
+/** bull-board's first screen. */
+export const QUEUES_PATH = '/';
+
+/** The links every dashboard page shows at its top, bull-board's included: the live pages, then the queues. */
+export function navLinks(current: string): string {
+  return [...PAGES, { path: QUEUES_PATH, title: 'Queues' }]
+    .map((p) => `<a href="${p.path}"${p.path === current ? ' class="on" aria-current="page"' : ''}>${esc(p.title)}</a>`)
+    .join('');
+}
+
+/** The bar those links sit in; it sets its own font, as bull-board's page styles the rest of its body. */
+export const NAV_STYLE = `
+.intake-nav{font:14px/1.4 system-ui,sans-serif;background:#1d2330;color:#fff;height:40px;box-sizing:border-box;padding:0 20px;display:flex;gap:18px;align-items:center;white-space:nowrap;overflow-x:auto}
+.intake-nav a{color:#cfd6e4;text-decoration:none}.intake-nav a.on{color:#fff;font-weight:600;border-bottom:2px solid #5b9cff}
+.intake-nav .brand{font-weight:700;color:#fff;margin-right:12px}.intake-nav .right{margin-left:auto;font-size:12px;color:#9aa4b8}`;
+
 const STYLE = `
-body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
-header{background:#1d2330;color:#fff;padding:10px 20px;display:flex;gap:18px;align-items:center}
-header a{color:#cfd6e4;text-decoration:none}header a.on{color:#fff;font-weight:600;border-bottom:2px solid #5b9cff}
-header .brand{font-weight:700;color:#fff;margin-right:12px}header .right{margin-left:auto;font-size:12px;color:#9aa4b8}
+body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}${NAV_STYLE}
 main{padding:16px 20px}h1{font-size:18px;margin:0 0 12px}
 form.filter{display:flex;gap:8px;align-items:center;margin-bottom:12px;flex-wrap:wrap}
 input,select,button{font:inherit;padding:4px 8px;border:1px solid #c3c9d4;border-radius:4px;background:#fff}
@@ -52,15 +70,22 @@ bdi{unicode-bidi:isolate}.ctl{font-family:ui-monospace,monospace;font-size:11px;
 .flash{background:#e4ecfb;border:1px solid #b9cdf3;padding:6px 10px;border-radius:4px;margin-bottom:12px}
 svg text{font-size:11px;fill:#55607a}`;
 
+/**
+ * Reloads the page every `data-ms` milliseconds unless a form field is being edited (a filter
+ * being typed is not lost). The same text on every page, so the dashboard's Content-Security-Policy
+ * allows it by its hash (SCRIPT_HASHES) and no other inline script runs.
+ */
+const RELOAD_SCRIPT =
+  'setInterval(function(){var a=document.activeElement;if(!a||!/^(INPUT|SELECT)$/.test(a.tagName))location.reload()},+document.currentScript.dataset.ms)';
+
+/** The CSP sources of the pages' inline scripts. */
+export const SCRIPT_HASHES = [`'sha256-${createHash('sha256').update(RELOAD_SCRIPT).digest('base64')}'`];
+
 /** A whole page: the navigation between the live pages and bull-board, then `body`. */
 export function page(options: { title: string; path: string; body: string; refreshSeconds?: number }): string {
-  const nav = PAGES.map((p) => `<a href="${p.path}"${p.path === options.path ? ' class="on"' : ''}>${esc(p.title)}</a>`).join('');
-  // Reloads itself unless a form field is being edited (a filter being typed is not lost).
-  const reload = options.refreshSeconds
-    ? `<script>setInterval(function(){var a=document.activeElement;if(!a||!/^(INPUT|SELECT)$/.test(a.tagName))location.reload()},${options.refreshSeconds * 1000})</script>`
-    : '';
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>intake · ${esc(options.title)}</title><style>${STYLE}</style></head>
-<body><header><span class="brand">intake</span>${nav}<a href="/">Queues</a><span class="right">${esc(new Date().toISOString().replace('T', ' ').slice(0, 19))} UTC</span></header>
+  const reload = options.refreshSeconds ? `<script data-ms="${options.refreshSeconds * 1000}">${RELOAD_SCRIPT}</script>` : '';
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>intake · ${esc(options.title)}</title>${ICON_LINKS}<style>${STYLE}</style></head>
+<body><header class="intake-nav"><span class="brand">intake</span>${navLinks(options.path)}<span class="right">${esc(new Date().toISOString().replace('T', ' ').slice(0, 19))} UTC</span></header>
 <main><h1>${esc(options.title)}</h1>${options.body}</main>${reload}</body></html>`;
 }
 

@@ -1,6 +1,7 @@
 // The queue dashboard over real HTTP: closed by default (loopback, job data hidden without a
-// password, no other address without one), basic auth, the queues it lists, read-only mode, and
-// the `intake dashboard` / `intake dev` processes (readiness line, warnings, SIGTERM).
+// password, no other address without one), basic auth, the queues it lists, its icon, pages that
+// name no other host, read-only mode, and the `intake dashboard` / `intake dev` processes
+// (readiness line, warnings, SIGTERM).
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
@@ -286,6 +287,52 @@ test('right credentials: the page loads and the API lists the product queues wit
   const other = await dashboard({ DASHBOARD_USER: 'ops' });
   t.is((await request(other.url, '/api/queues', { method: 'GET', headers: basic('ops', PASSWORD) })).status, 200);
   t.is((await request(other.url, '/api/queues', { method: 'GET', headers: admin })).status, 401);
+});
+
+test('the icon answers at /favicon.ico (and as SVG and PNG) without credentials, and every page links to it', async (t) => {
+  const { url } = await dashboard();
+  for (const [p, type, magic] of [
+    ['/favicon.ico', 'image/x-icon', Buffer.from([0, 0, 1, 0])],
+    ['/favicon.png', 'image/png', Buffer.from('\x89PNG', 'latin1')],
+    ['/favicon.svg', 'image/svg+xml', Buffer.from('<svg ')],
+  ] as const) {
+    const res = await fetch(url + p);
+    t.is(res.status, 200, p);
+    t.is(res.headers.get('content-type'), type, p);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    t.true(bytes.subarray(0, magic.length).equals(magic), p);
+  }
+  for (const p of ['/', `/queue/${EVENTS_QUEUE}`, '/live/events']) {
+    const page = await request(url, p, { method: 'GET', headers: admin });
+    t.regex(page.text, /<link rel="icon" type="image\/svg\+xml"[^>]* href="\/favicon\.svg"/, p);
+  }
+});
+
+test("the pages name no other host; bull-board's first screen has the live view's links; a Content-Security-Policy of 'self'", async (t) => {
+  const { url } = await dashboard();
+  for (const p of ['/', `/queue/${EVENTS_QUEUE}`, '/live/events', '/live/identify', '/live/rates', '/live/dead-letters']) {
+    const page = await request(url, p, { method: 'GET', headers: admin });
+    t.is(page.status, 200, p);
+    t.false(page.text.includes('googleapis'), p);
+    // Every address the page loads or links to is a path of this origin.
+    const addresses = [...page.text.matchAll(/\b(?:href|src|action)\s*=\s*["']([^"']*)["']/gi)].map((m) => m[1]);
+    t.true(addresses.length > 0, p);
+    t.deepEqual(
+      addresses.filter((a) => !/^(?:\/(?!\/)|static\/|\?)/.test(a)),
+      [],
+      p,
+    );
+    const csp = page.headers.get('content-security-policy') ?? '';
+    for (const directive of ["default-src 'self'", "connect-src 'self'", "font-src 'self'", "img-src 'self' data:"])
+      t.true(csp.includes(directive), `${p}: ${csp}`);
+    t.regex(csp, /script-src 'self'( 'sha256-[A-Za-z0-9+/]+=*')*(;|$)/);
+  }
+  const first = await request(url, '/', { method: 'GET', headers: admin });
+  const bar = /<nav class="intake-nav"[^>]*>(.*?)<\/nav>/.exec(first.text)?.[1] ?? '';
+  t.regex(bar, /<a href="\/live\/events">Events<\/a>/);
+  t.regex(bar, /<a href="\/" class="on" aria-current="page">Queues<\/a>/);
+  const live = await request(url, '/live/events', { method: 'GET', headers: admin });
+  t.regex(live.text, /<a href="\/">Queues<\/a>/);
 });
 
 test('read-only (the default) refuses mutating API calls and leaves the job as it was', async (t) => {

@@ -2,7 +2,8 @@
 // playwright-core): a gateway and a worker take Track, Identify and Profiles calls and a dead
 // letter; each page is loaded and what it shows is checked against what the test sent; a
 // dead letter is retried with the page's button; a screenshot of each page is kept in
-// test-results/live-view/. Then, with the worker stopped, queued events show as pending, read
+// test-results/live-view/. bull-board's first screen links to the pages, and neither asks
+// anything of another origin. Then, with the worker stopped, queued events show as pending, read
 // from their heads alone, and caller text with bidi and control characters is isolated and shown
 // visibly. Read-only mode and the personal-data rule over plain HTTP; the script that finds
 // queued events' heads, and the bound on what one read takes, against the real Redis.
@@ -16,6 +17,7 @@ import { Queue } from 'bullmq';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { storedTrackPayload } from '../../common/domain/track-payload.ts';
 import { createLogger } from '../../common/logger.ts';
+import { DEAD_LETTER_QUEUE } from '../../common/queues.ts';
 import { jobIdFor } from '../../common/queue-keys.ts';
 import { createRedis } from '../../common/redis.ts';
 import { startDashboard, type Dashboard } from '../../gateway/dashboard.ts';
@@ -216,6 +218,49 @@ test.serial('dead letters: the refused event and why; Retry sends it through the
   await page.close();
 });
 
+test.serial("bull-board's first screen links to the live view and back; no page asks anything of another origin", async (t) => {
+  const page = await browser!.newPage();
+  const asked: string[] = [];
+  const refused: string[] = [];
+  page.on('request', (r) => asked.push(r.url()));
+  // A Content-Security-Policy refusal is logged, not requested: a page that still names another host shows here.
+  page.on('console', (m) => m.type() === 'error' && /Content Security Policy|Failed to load/.test(m.text()) && refused.push(m.text()));
+
+  await page.goto(url('/'), { waitUntil: 'load' });
+  // bull-board's app has run under the policy: it lists the queues it read from the API.
+  await page.locator('#bull-board-sidebar').getByText('events-dead-letter').waitFor();
+  await page.screenshot({ path: path.join(SHOTS, 'queues.png') });
+  const live = page.locator('nav.intake-nav a[href="/live/events"]');
+  t.true(await live.isVisible(), 'no menu to open first');
+  // click() waits until nothing covers the link.
+  await Promise.all([page.waitForURL(url('/live/events')), live.click()]);
+  t.is(await page.textContent('h1'), 'Events');
+  t.deepEqual(await page.$$eval('.intake-nav a', (links) => links.map((a) => [a.textContent, a.getAttribute('href')])), [
+    ['Events', '/live/events'],
+    ['Identify calls', '/live/identify'],
+    ['Rates', '/live/rates'],
+    ['Dead letters', '/live/dead-letters'],
+    ['Queues', '/'],
+  ]);
+  // The page reloads itself (its script is allowed by its hash), and links back to the queues.
+  await page.waitForRequest(url('/live/events'), { timeout: 15_000 });
+  await page.waitForLoadState('load');
+  await Promise.all([page.waitForURL(url('/')), page.click('.intake-nav a[href="/"]')]);
+  await page.locator('#bull-board-sidebar').getByText('events-dead-letter').waitFor();
+  for (const p of ['/live/identify', '/live/rates', '/live/dead-letters', `/queue/${DEAD_LETTER_QUEUE}`]) {
+    await page.goto(url(p), { waitUntil: 'networkidle' });
+  }
+  await page.close();
+
+  const origin = new URL(url('/')).origin;
+  t.true(asked.length > 10, asked.join('\n'));
+  t.deepEqual(
+    asked.filter((u) => new URL(u).origin !== origin),
+    [],
+  );
+  t.deepEqual(refused, []);
+});
+
 test.serial('read-only (the default): no Retry button, and a retry POST is refused', async (t) => {
   readOnlyBoard = await startDashboard({
     config: testConfig({ ...h.env, DASHBOARD_PORT: '0', DASHBOARD_READ_ONLY: 'true' }),
@@ -341,7 +386,12 @@ test("the script finds every event's head in Redis, whatever the values and prop
   const bodies = [
     trackBody({ messageId: 'd-1', event: 'Plain', userId: 'ann' }),
     trackBody({ messageId: 'd-2,"payload":"x', event: ',\\"properties\\":{', userId: null, anonymousId: '{"environmentId":"' }),
-    trackBody({ messageId: 'd-3\\"', event: 'q"\\', userId: longUser, properties: { environmentId: OTHER_ENV, nested: { environmentId: 'x', payload: 'y', properties: {} } } }),
+    trackBody({
+      messageId: 'd-3\\"',
+      event: 'q"\\',
+      userId: longUser,
+      properties: { environmentId: OTHER_ENV, nested: { environmentId: 'x', payload: 'y', properties: {} } },
+    }),
     trackBody({ messageId: 'd-4', event: 'nul\u0000rlo\u202elone\ud800', userId: 'מיכל', context: { big: 'z'.repeat(200_000) } }),
     trackBody({ messageId: 'd-5', event: 'Other env', userId: 'bo' }),
   ];
@@ -350,7 +400,11 @@ test("the script finds every event's head in Redis, whatever the values and prop
   await queue.add('track (1 event)', { events: events.slice(4) }, { timestamp: 1_004 });
   await queue.add('dead letter', { event: events[1], error: 'refused' }, { timestamp: 900 });
   await queue.add('another form', { events: [{ messageId: 'x', payload: '{"userId":"y"}' }] }, { timestamp: 800 });
-  await queue.add('hand-made payload', { events: [{ environmentId: DIGEST_ENV, messageId: 'h-1', receivedAt: 1, timestampMs: 1, payload: '{"userId":"hand"}' }] }, { timestamp: 700 });
+  await queue.add(
+    'hand-made payload',
+    { events: [{ environmentId: DIGEST_ENV, messageId: 'h-1', receivedAt: 1, timestampMs: 1, payload: '{"userId":"hand"}' }] },
+    { timestamp: 700 },
+  );
 
   const digests = createJobDigests({ redis, bytesPerRead: 64 * 1_048_576, cacheBytes: 1_048_576 });
   const { jobs, unread } = await digests.list(queue, ['waiting'], 100);

@@ -1,0 +1,61 @@
+// bull-board's page as the dashboard serves it, and the policy that keeps every page of the
+// dashboard on its own origin. bull-board's index.html asks fonts.googleapis.com for its fonts,
+// which fails offline and tells Google whenever an operator opens the dashboard; its stylesheet
+// names system fonts after those, so the page drops every <link> to another host and looks the
+// same with the machine's fonts. It gains the bar of the live pages (html.ts), so the live view is
+// one click from its first screen. The Content-Security-Policy makes the promise hold for what
+// bull-board's scripts would load later, too: the browser refuses any other origin.
+import { NAV_STYLE, navLinks, QUEUES_PATH, SCRIPT_HASHES } from './html.ts';
+
+/** The height of the bar above bull-board's own header. */
+const BAR_PX = 40;
+
+/**
+ * The bar is fixed above bull-board's header; bull-board places its header, sidebar, page and
+ * sticky headers from --header-offset, so adding the bar to it moves them all below the bar.
+ * The header alone takes its height from that variable too: it keeps its own.
+ */
+const BOARD_STYLE = `${NAV_STYLE}
+.intake-nav{position:fixed;top:0;left:0;right:0;height:${BAR_PX}px;z-index:100}
+#root{--header-offset:calc(var(--header-height) + ${BAR_PX}px)}
+#root>header{top:${BAR_PX}px;height:var(--header-height)}`;
+
+/** A stylesheet, preconnect or any other <link> whose address names a host (absolute or protocol-relative). */
+const LINK_ELSEWHERE = /<link\b[^>]*\bhref\s*=\s*["']?(?:[a-z][a-z0-9+.-]*:)?\/\/[^>]*>\s*/gi;
+
+/** bull-board's HTML page: nothing from another host, the dashboard's bar first in its body. */
+export function boardPage(html: string): string {
+  return html
+    .replace(LINK_ELSEWHERE, '')
+    .replace('</head>', `<style>${BOARD_STYLE}</style></head>`)
+    .replace(
+      /<body\b[^>]*>/i,
+      (body) => `${body}<nav class="intake-nav" aria-label="dashboard"><span class="brand">intake</span>${navLinks(QUEUES_PATH)}</nav>`,
+    );
+}
+
+/** bull-board's options: the dashboard's icon as its logo and favicon, and no link to bull-board's documentation site. */
+export const BOARD_UI = {
+  boardLogo: { path: '/favicon.svg', width: 22, height: 22 },
+  favIcon: { default: '/favicon.svg', alternative: '/favicon.png' },
+  hideDocsLink: true,
+};
+
+/**
+ * Every response of the dashboard carries it. Scripts: the dashboard's files and the live pages'
+ * one reload script (by hash). Styles may be inline (bull-board's loading screen is inline CSS,
+ * the live pages carry theirs); CSS reaches the network only through url() and @import, which
+ * img-src, font-src and style-src keep on this origin. data: images (bull-board's job editor
+ * draws some) are made by the page, not fetched.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'self'",
+  `script-src 'self' ${SCRIPT_HASHES.join(' ')}`,
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+].join('; ');
