@@ -20,9 +20,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { loadConfig } from '../common/config.ts';
-import { createDb } from '../common/db.ts';
-import { migrate } from '../common/migrate.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createDb } from '../platform/db.ts';
+import { migrate } from '../cli/migrate.ts';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
 import { loadQueueModules, openOperator } from '../cli/operator.ts';

@@ -11,15 +11,15 @@ import { KoaAdapter } from '@bull-board/koa';
 import type { Queue } from 'bullmq';
 import Koa from 'koa';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import type { Db } from '../common/db.ts';
-import { registerQueueDepth } from '../common/queue-depth.ts';
+import type { Db } from '../platform/db.ts';
+import { registerQueueDepth } from '../platform/queue-depth.ts';
 import { healthz, metrics, readyz } from './handlers/health.ts';
-import { ConfigError, type Config } from '../common/config.ts';
-import { drain, listen } from '../common/listen.ts';
+import { ConfigError, type Config } from '../platform/config.ts';
+import { drain, listen } from '../platform/listen.ts';
 import { answerInJson } from './client-error.ts';
-import type { Logger } from '../common/logger.ts';
-import { allPartitions, closeQueues, createDeadLetterQueue, createEventsQueues, createServiceEventsQueue, EVENTS_QUEUE } from '../common/queues.ts';
-import { createRedis } from '../common/redis.ts';
+import type { Logger } from '../platform/logger.ts';
+import { allPartitions, closeQueues, createDeadLetterQueue, createEventsQueues, createServiceEventsQueue, EVENTS_QUEUE } from '../platform/queues.ts';
+import { createRedis } from '../platform/redis.ts';
 import { livePages } from './live/pages.ts';
 
 export interface Dashboard {

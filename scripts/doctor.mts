@@ -11,8 +11,8 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { ConfigError, loadConfig, type Config } from '../common/config.ts';
-import { loadEnvFile } from '../common/env-file.ts';
+import { ConfigError, loadConfig, type Config } from '../platform/config.ts';
+import { loadEnvFile } from '../platform/env-file.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

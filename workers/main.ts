@@ -1,8 +1,8 @@
 import { UnrecoverableError, type Job } from 'bullmq';
-import type { Config } from '../common/config.ts';
-import { createLockPool, dbErrorMessage, poolOf, type Db } from '../common/db.ts';
-import { createTrustedClock } from '../common/trusted-clock.ts';
-import type { Logger } from '../common/logger.ts';
+import type { Config } from '../platform/config.ts';
+import { createLockPool, dbErrorMessage, poolOf, type Db } from '../platform/db.ts';
+import { createTrustedClock } from '../platform/trusted-clock.ts';
+import type { Logger } from '../platform/logger.ts';
 import {
   DEAD_LETTER_QUEUE,
   EVENTS_QUEUE,
@@ -15,22 +15,22 @@ import {
   type EventBatchJob,
   type QueuedEvent,
   type ServiceEventJob,
-} from '../common/queues.ts';
-import { createRedis } from '../common/redis.ts';
-import { isOomError, memorySource, watchRedisMemory } from '../common/redis-memory.ts';
-import { throttleWarnings } from '../common/warn-throttle.ts';
-import { readiness } from '../common/with-timeout.ts';
-import { SERVICE_EVENTS } from '../common/store/outbox.ts';
+} from '../platform/queues.ts';
+import { createRedis } from '../platform/redis.ts';
+import { isOomError, memorySource, watchRedisMemory } from '../platform/redis-memory.ts';
+import { throttleWarnings } from '../platform/warn-throttle.ts';
+import { readiness } from '../platform/with-timeout.ts';
+import { SERVICE_EVENTS } from '../identify/outbox.ts';
 import { BackoffWorker } from './backoff-worker.ts';
 import { startDeadLetters } from './dead-letter.ts';
 import { startJourneyTimers } from './journey-timers.ts';
 import { createWorkerMetrics, serveWorkerMetrics } from './metrics.ts';
-import { createJourneyEngine } from './journeys.ts';
+import { createJourneyEngine } from '../journeys/engine.ts';
 import { startOutboxRelay } from './outbox-relay.ts';
 import { createWatermark, oldestQueuedReceipt } from './watermark.ts';
 import { createEventPersister, recordBatchFailed, type Refused } from './persist-event.ts';
 import { startStorageMaintenance } from './storage-maintenance.ts';
-import { createErasureGuard } from '../common/store/erasure.ts';
+import { createErasureGuard } from '../privacy/erasure.ts';
 
 export interface Workers {
   /** Where GET /metrics is served (null when WORKER_METRICS_PORT was taken). */

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import type { QueuedEvent } from '../../common/queues.ts';
+import type { QueuedEvent } from '../../platform/queues.ts';
 import type { EventBatcher } from '../event-batcher.ts';
 import { eventStorageUnavailable } from '../errors.ts';
 import type { IngestState } from '../state.ts';

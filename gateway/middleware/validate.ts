@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
-import { JsonText } from '../../common/domain/json-text.ts';
-import type { JsonWork } from '../../common/json-pool.ts';
-import { notJsonIssues } from '../../common/validation/identify.ts';
+import { JsonText } from '../../platform/json-text.ts';
+import type { JsonWork } from '../../platform/json-pool.ts';
+import { notJsonIssues } from '../../identify/validation.ts';
 import { identifyInvalid, invalidJson, timestampTooFarAhead, trackInvalid, trackTooLarge } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import pg from 'pg';
-import { describeConfig } from '../../common/config.ts';
+import { describeConfig } from '../../platform/config.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { closeEmptied, openHarness, TEST_DATABASE_URL, TEST_REDIS_URL, testEnv, uniqueSlug } from '../helpers/services.ts';
 import { freePort } from '../helpers/free-port.ts';
@@ -145,8 +145,8 @@ test('a newcomer on other ports and another database: npm start in one shell, th
   );
   const shell = shellEnvironment();
   // `npx intake` installs this checkout into npx's cache, which runs its postinstall there: it
-  // must leave the checkout's common/generated (and dist/), which other test files run, alone.
-  const generated = path.join(ROOT, 'common/generated/prisma/enums.ts');
+  // must leave the checkout's platform/generated (and dist/), which other test files run, alone.
+  const generated = path.join(ROOT, 'platform/generated/prisma/enums.ts');
   const generatedBefore = statSync(generated).mtimeMs;
   const service = npmStart(dir, shell);
   const state = path.join(dir, '.shell-state');
@@ -180,7 +180,7 @@ test('a newcomer on other ports and another database: npm start in one shell, th
       }
       t.pass(step.command.slice(0, 60));
     }
-    t.is(statSync(generated).mtimeMs, generatedBefore, 'the walk-through rewrote nothing of the common/generated that other test files run');
+    t.is(statSync(generated).mtimeMs, generatedBefore, 'the walk-through rewrote nothing of the platform/generated that other test files run');
     // The second shell's commands went to the database of .env, not the default one.
     const client = new pg.Client({ connectionString: database.toString() });
     await client.connect();

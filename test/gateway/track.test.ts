@@ -5,7 +5,7 @@ import test from 'ava';
 import { limitConcurrency } from '../helpers/throttle.ts';
 import type { ExecutionContext } from 'ava';
 import { MESSAGES } from '../../gateway/errors.ts';
-import { TRACK_MESSAGES } from '../../common/validation/track.ts';
+import { TRACK_MESSAGES } from '../../events/track.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';

@@ -3,10 +3,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createDb } from '../../common/db.ts';
+import { createDb } from '../../platform/db.ts';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { createLogger, type Logger } from '../../common/logger.ts';
+import { createLogger, type Logger } from '../../platform/logger.ts';
 import { startGateway } from '../../gateway/server.ts';
 import { startWorkers } from '../../workers/main.ts';
 import type { TestFn } from 'ava';

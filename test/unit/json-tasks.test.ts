@@ -1,9 +1,9 @@
 import test from 'ava';
-import { decodeIdentify, decodeTrack } from '../../common/json-tasks.ts';
-import { toIdentifyCall } from '../../common/store/identify-plan.ts';
+import { decodeIdentify, decodeTrack } from '../../gateway/json-tasks.ts';
+import { toIdentifyCall } from '../../identify/identify-plan.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
-import { createJsonPool, inlineJsonWork } from '../../common/json-pool.ts';
-import { TRACK_MESSAGES } from '../../common/validation/track.ts';
+import { createJsonPool, inlineJsonWork } from '../../platform/json-pool.ts';
+import { TRACK_MESSAGES } from '../../events/track.ts';
 
 const track = (fields: Record<string, unknown> = {}) =>
   JSON.stringify({ type: 'track', messageId: 'm', event: 'E', userId: 'u', timestamp: '2024-01-01T00:00:00Z', ...fields });

@@ -2,7 +2,7 @@
 // HEADS_SCRIPT returns for each event, decoded) and its shared reads (shared-read.ts). The script
 // itself runs against Redis in test/ops/live-view.test.ts.
 import test from 'ava';
-import { storedTrackPayload } from '../../common/domain/track-payload.ts';
+import { storedTrackPayload } from '../../events/track-payload.ts';
 import { fieldIs, KEPT_CHARS, leadingMembers, parseHead, readString } from '../../gateway/live/batch-digest.ts';
 import { createSharedReads } from '../../gateway/live/shared-read.ts';
 

@@ -11,7 +11,7 @@ import {
   retentionBound,
   retentionCutoff,
   utcDay,
-} from '../../common/domain/partition-plan.ts';
+} from '../../events/partition-plan.ts';
 
 const d = (iso: string) => Date.parse(iso);
 

@@ -1,10 +1,10 @@
-// The keys of a person (common/store/person.ts): the user key is the user ID trimmed as
+// The keys of a person (profiles/person.ts): the user key is the user ID trimmed as
 // JavaScript trims it, escaped for PostgreSQL; the lock keys of different kinds never meet; and
 // the migration's SQL copy of the trim (intake_padded_user_key, for rows stored before the
 // column) is the same rule for every UTF-16 code unit, checked against the real PostgreSQL.
 import test from 'ava';
 import pg from 'pg';
-import { toPgText } from '../../common/domain/pg-text.ts';
+import { toPgText } from '../../platform/pg-text.ts';
 import {
   consentLock,
   emailLock,
@@ -16,7 +16,7 @@ import {
   userHashOfKey,
   userKeyOf,
   userLock,
-} from '../../common/store/person.ts';
+} from '../../profiles/person.ts';
 import { migrateOnce, TEST_DATABASE_URL } from '../helpers/services.ts';
 
 test('the user key is the trimmed ID in its stored form; its hash keys the same person whatever the padding', (t) => {

@@ -1,10 +1,10 @@
 // Rules with one home each: the future bound (Identify's timestamp, consent's consentedAt) and
 // the organization features.
 import test from 'ava';
-import { FEATURE, FEATURES, hasFeature } from '../../common/domain/features.ts';
-import { isTooFarAhead, MAX_AHEAD_MS } from '../../common/domain/future-bound.ts';
-import { toDecision } from '../../common/domain/consent.ts';
-import { checkIdentify } from '../../common/validation/identify.ts';
+import { FEATURE, FEATURES, hasFeature } from '../../environments/features.ts';
+import { isTooFarAhead, MAX_AHEAD_MS } from '../../events/future-bound.ts';
+import { toDecision } from '../../identify/consent.ts';
+import { checkIdentify } from '../../identify/validation.ts';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 

@@ -3,7 +3,7 @@
 import test from 'ava';
 import { eventsGet, eventsNames } from '../../cli/commands/events.ts';
 import { OperatorError } from '../../cli/operator.ts';
-import { eventBatchName, jobIdFor, type QueuedEvent } from '../../common/queues.ts';
+import { eventBatchName, jobIdFor, type QueuedEvent } from '../../platform/queues.ts';
 import { batchCompleted, queuedMessageIds } from '../helpers/batches.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';

@@ -4,10 +4,10 @@
 // A database of the file's own: partitions are global to a database.
 import test from 'ava';
 import pg from 'pg';
-import { DAY_MS, partitionName } from '../../common/domain/partition-plan.ts';
-import { poolOf } from '../../common/db.ts';
-import { eventNames, findEvent, insertEventsOnce, recentEvents, type EventRow } from '../../common/store/events.ts';
-import { createEventPartitions, createPartitionsFor, dropEventPartition, eventPartitions } from '../../common/store/storage.ts';
+import { DAY_MS, partitionName } from '../../events/partition-plan.ts';
+import { poolOf } from '../../platform/db.ts';
+import { eventNames, findEvent, insertEventsOnce, recentEvents, type EventRow } from '../../events/event-store.ts';
+import { createEventPartitions, createPartitionsFor, dropEventPartition, eventPartitions } from '../../events/storage.ts';
 import { maintenanceRound } from '../../workers/storage-maintenance.ts';
 import { persistEvent } from '../../workers/persist-event.ts';
 import { eventually } from '../helpers/eventually.ts';
