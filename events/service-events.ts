@@ -1,6 +1,5 @@
 // The service's own events: written to the outbox by Identify, consumed by the journey engine,
 // and reserved names that Track refuses. Their payloads are built here, as the journeys read them.
-import type { Decision } from '../identify/consent.ts';
 import { stringifyJson } from '../platform/json-text.ts';
 export const SERVICE_EVENTS = {
   profileFieldsChanged: 'profile_fields_changed',
@@ -30,7 +29,16 @@ export function profileFieldsChanged(
   return stringifyJson({ ...subject, at, changed: Object.fromEntries(names.map((k) => [k, fields[k]])) });
 }
 
-export function subscriptionChanged(subject: EventSubject, decision: Decision, address: string): string {
+/** What a subscription change reports of the decision (identify/consent.ts Decision). */
+export interface SubscriptionDecision {
+  channel: string;
+  purpose: string;
+  status: string;
+  decidedAt: number;
+  expiresAt: number | null;
+}
+
+export function subscriptionChanged(subject: EventSubject, decision: SubscriptionDecision, address: string): string {
   const { channel, purpose, status, decidedAt, expiresAt } = decision;
   return stringifyJson({ ...subject, channel, purpose, address, status, decidedAt, expiresAt });
 }

@@ -24,7 +24,8 @@ import type { Redis } from '../platform/redis.ts';
 import { dropReason } from '../privacy/rules.ts';
 import { userHashOf } from '../profiles/person.ts';
 import { storedHashHex } from '../platform/identity-hash.ts';
-import { addDropped, loadSuppressions, type DroppedCall } from '../privacy/suppression.ts';
+import type { DroppedCall } from '../identify/dropped-calls.ts';
+import { addDropped, loadSuppressions } from '../privacy/suppression.ts';
 
 export type SuppressedApi = 'identify' | 'track';
 

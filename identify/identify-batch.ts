@@ -5,14 +5,15 @@
 // one) the locked path. A deadlock (or a profile joined away meanwhile) runs the batch again; a
 // batch PostgreSQL refuses for its data is split until the refused call is alone (splitOnRefusal).
 import type pg from 'pg';
-import { isDataError, isWriteConflict, retrying, splitOnRefusal, sqlState } from '../platform/db.ts';
+import { isDataError, isWriteConflict, poolOf, retrying, splitOnRefusal, sqlState, type Db } from '../platform/db.ts';
 import { addressHistoryFrom } from './consent.ts';
 import { inlineJsonWork, type JsonWork } from '../platform/json-pool.ts';
 import { fitsCachedWrite, lockDecisions, readSnapshot, writeAndCommit, writeCached } from './identify-write.ts';
 import type { OutboxNotify } from './outbox.ts';
-import { CallsDropped, type DroppedCall } from '../privacy/suppression.ts';
+import { CallsDropped, type DroppedCall } from './dropped-calls.ts';
 import type { ProfileCache } from './profile-cache.ts';
-import { SnapshotChanged, type IdentifyCall, type Plan, type Snapshot, type Verdict } from './identify-plan.ts';
+import { SnapshotChanged, toIdentifyCall, type IdentifyCall, type Plan, type Snapshot, type Verdict } from './identify-plan.ts';
+import type { IdentifyInput } from './validation.ts';
 
 export type BatchOutcome = Verdict | Error;
 
@@ -139,4 +140,19 @@ async function planOf(json: JsonWork, calls: IdentifyCall[], snap: Snapshot, now
   if (outcome.kind === 'plan') return outcome.plan;
   const rebuilt = { SnapshotChanged, TypeError, RangeError, SyntaxError }[outcome.name];
   throw rebuilt ? new rebuilt(outcome.message) : new Error(outcome.message);
+}
+
+export interface IdentifyEnvironment {
+  id: string;
+  features: readonly string[];
+}
+
+export type IdentifyResult = { kind: Verdict; messageId: string };
+
+/** One call applied on its own (the gateway batches its calls: gateway/handlers/identify.ts). */
+export async function applyIdentify(db: Db, env: IdentifyEnvironment, input: IdentifyInput, receivedAt: number): Promise<IdentifyResult> {
+  const call = toIdentifyCall(env, input, receivedAt);
+  const [outcome] = await applyIdentifyBatch(poolOf(db), [call]);
+  if (outcome instanceof Error) throw outcome;
+  return { kind: outcome, messageId: call.messageId };
 }

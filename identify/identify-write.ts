@@ -19,7 +19,8 @@ import { Pipeline } from '../platform/pipeline.ts';
 import { consentLock, emailLock, LOCK_SQL, lockParam, sortedLocks, userLock } from '../profiles/person.ts';
 import { consentRef, messageRef, SnapshotChanged, userRef, type IdentifyCall, type Plan, type Snapshot, type StoredProfile } from './identify-plan.ts';
 import type { CachedSnapshot } from './profile-cache.ts';
-import { CallsDropped, droppedCalls, PRIVACY_OF_USERS, PRIVACY_OF_USERS_SQL, type PrivacyRow } from '../privacy/suppression.ts';
+import { PRIVACY_OF_USERS, PRIVACY_OF_USERS_SQL, type PrivacyRow } from '../privacy/suppression.ts';
+import { CallsDropped, droppedCalls } from './dropped-calls.ts';
 
 // ---- keys and shared statement parts ----------------------------------------------------
 

@@ -16,6 +16,7 @@ import { callDigest } from './call-digest.ts';
 import { parseTimestamp } from '../platform/validation/timestamp.ts';
 import { JSON_TYPES, messagesFor, receivedType, type JsonType } from '../platform/validation/received-type.ts';
 import { isWellFormed, NOT_WELL_FORMED_MESSAGE } from '../platform/validation/well-formed.ts';
+import { CONSENT_PURPOSES } from '../profiles/person.ts';
 
 export interface ConsentDecisionInput {
   channel: 'email' | 'sms';
@@ -55,8 +56,6 @@ export type IdentifyCheck = { ok: true; input: IdentifyInput } | { ok: false; is
 
 const CHANNELS = ['email', 'sms'] as const;
 const STATUSES = ['granted', 'withdrawn', 'unknown'] as const;
-/** Every purpose a consent decision may have (an erasure locks each of an address). */
-export const CONSENT_PURPOSES = ['marketing', 'tracking'] as const;
 const BASES = ['consent', 'legitimate_interest', 'contract', 'implied_transaction', 'implied_contract', 'implied_inquiry'] as const;
 const SOURCES = ['import', 'signup_form', 'api', 'manual'] as const;
 const IMPLIED_BASES: ReadonlySet<unknown> = new Set(['implied_transaction', 'implied_contract', 'implied_inquiry']);

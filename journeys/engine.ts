@@ -29,7 +29,7 @@ import {
   type StoredRun,
   type WakingRun,
 } from './run-store.ts';
-import { findDecision } from '../profiles/profile-store.ts';
+import { findDecision } from '../identify/decision-store.ts';
 import { droppedChange } from '../privacy/suppression.ts';
 import { userKeyOf } from '../profiles/person.ts';
 import { attributeJourneys, journeyDefinition, publishedJourneys, type PublishedJourney } from './journey-store.ts';

@@ -1,5 +1,5 @@
-// Erasing a person (intake users forget) and the guard that keeps queued events of an erased
-// person out of the events table.
+// Erasing a person (intake users forget). The worker's side, which keeps queued events of an
+// erased person out of the events table, is events/erasure-guard.ts.
 //
 // Why nothing comes back. The erasure runs in one transaction that takes its locks in
 // person.ts's order before it reads what to remove: the environment's lock exclusively, the
@@ -19,16 +19,12 @@
 import type pg from 'pg';
 import { isWriteConflict, retrying, withQueryTimeout } from '../platform/db.ts';
 import { hashStored } from '../platform/identity-hash.ts';
-import { hasId } from '../profiles/ids.ts';
 import { fromPgText } from '../platform/pg-text.ts';
-import { decisionsToRemove, dropReason, userKeyBits, type DropReason } from './rules.ts';
-import { CONSENT_PURPOSES } from '../identify/validation.ts';
-import type { EventRow } from '../events/event-store.ts';
+import { decisionsToRemove, userKeyBits } from './rules.ts';
 import {
-  consentLock,
+  addressConsentLocks,
   emailLock,
   environmentLock,
-  LOCK_SHARED_SQL,
   LOCK_SQL,
   lockParam,
   sortedLocks,
@@ -38,8 +34,6 @@ import {
   userLock,
 } from '../profiles/person.ts';
 import { AUDIT_SQL, auditHashHex, auditValues } from './audit.ts';
-import { addDropped, privacyStates, type PrivacyRow, PRIVACY_OF_USERS_SQL } from './suppression.ts';
-import { Pipeline } from '../platform/pipeline.ts';
 
 /** How long an erasure may take, its lock waits included (the pool's bound is for requests). */
 const ERASURE_TIMEOUT_MS = 300_000;
@@ -230,7 +224,7 @@ async function forgetDecisions(q: Query, env: string, profileId: string): Promis
     profileId,
   ]);
   const addresses = claims.filter((c) => c.value !== '');
-  const locks = addresses.flatMap((a) => CONSENT_PURPOSES.map((purpose) => consentLock(env, a.channel, purpose, fromPgText(a.value))));
+  const locks = addresses.flatMap((a) => addressConsentLocks(env, a.channel, fromPgText(a.value)));
   await q(LOCK_SQL, [lockParam(sortedLocks(locks))]);
   const { rows: heldElsewhere } = await q<{ channel: string; value: string }>(
     // One probe of the address index per value (a hash index answers `=`, not `= ANY`); a claim
@@ -256,98 +250,4 @@ async function forgetDecisions(q: Query, env: string, profileId: string): Promis
     byAddress(kept),
   );
   return { removed: rowCount ?? 0, kept: rows[0].n };
-}
-
-// ---- the worker's guard --------------------------------------------------------------------
-
-export interface GuardedRows {
-  /** The rows to store. */
-  kept: EventRow[];
-  /** The rows a tombstone or a suppression drops, with why. */
-  dropped: { row: EventRow; reason: DropReason }[];
-}
-
-export interface ErasureGuard {
-  /**
-   * Runs a worker's store of `rows` while holding each of their environments' erasure lock
-   * shared. `work` gets the rows no tombstone or suppression drops; the drops of suppressed
-   * users are counted (privacy_users) when the work succeeds.
-   */
-  hold<T>(rows: readonly EventRow[], work: (guarded: GuardedRows) => Promise<T>): Promise<T>;
-}
-
-/**
- * The guard of one worker process: its locks are held on connections of `pool`, a pool of its
- * own (the work inside needs the process's other connections), at most `slots` at a time; more
- * batches wait their turn here, in memory, rather than for a connection (whose wait is bounded
- * for an unreachable server).
- */
-export function createErasureGuard(pool: pg.Pool, slots: number): ErasureGuard {
-  let free = slots;
-  const waiting: (() => void)[] = [];
-  const acquire = () => (free > 0 ? (free--, Promise.resolve()) : new Promise<void>((resolve) => waiting.push(resolve)));
-  const release = () => {
-    const next = waiting.shift();
-    if (next) next();
-    else free++;
-  };
-  return {
-    async hold(rows, work) {
-      await acquire();
-      try {
-        return await withErasureGuard(pool, rows, work);
-      } finally {
-        release();
-      }
-    },
-  };
-}
-
-async function withErasureGuard<T>(pool: pg.Pool, rows: readonly EventRow[], work: (guarded: GuardedRows) => Promise<T>): Promise<T> {
-  const envs = [...new Set(rows.map((r) => r.environmentId))];
-  const keys = sortedLocks(envs.map(environmentLock));
-  const users = new Map<string, { env: string; hash: string }>();
-  const hashOf = rows.map((r) => {
-    if (!hasId(r.userId)) return null;
-    const h = userHashOf(r.userId).toString('hex');
-    users.set(`${r.environmentId}:${h}`, { env: r.environmentId, hash: h });
-    return h;
-  });
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  const onError = (err: Error) => (broken = err);
-  client.on('error', onError);
-  try {
-    const pipe = new Pipeline(client);
-    pipe.query({ text: 'BEGIN' });
-    pipe.query({ name: 'erasure-guard-lock', text: LOCK_SHARED_SQL, values: [lockParam(keys)] });
-    const list = [...users.values()];
-    const read = pipe.query<PrivacyRow>({ name: 'erasure-guard', text: PRIVACY_OF_USERS_SQL, values: [list.map((u) => u.env), list.map((u) => u.hash)] });
-    await pipe.done();
-    const states = privacyStates((await read).rows);
-    const guarded: GuardedRows = { kept: [], dropped: [] };
-    rows.forEach((row, i) => {
-      const reason = hashOf[i] === null ? null : dropReason(states.get(`${row.environmentId}:${hashOf[i]}`), row.receivedAt);
-      if (reason) guarded.dropped.push({ row, reason });
-      else guarded.kept.push(row);
-    });
-    const result = await work(guarded);
-    const counts = new Map<string, { env: string; hash: string; identify: number; track: number }>();
-    guarded.dropped.forEach(({ row, reason }) => {
-      if (reason !== 'suppressed') return;
-      const h = userHashOf(row.userId!).toString('hex');
-      const c = counts.get(`${row.environmentId}:${h}`) ?? { env: row.environmentId, hash: h, identify: 0, track: 0 };
-      c.track++;
-      counts.set(`${row.environmentId}:${h}`, c);
-    });
-    await addDropped(client, [...counts.values()]);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch((e: Error) => (broken = e));
-    throw err;
-  } finally {
-    client.off('error', onError);
-    client.release(broken);
-  }
 }

@@ -1,13 +1,11 @@
 // Tombstones and suppressions (privacy_users) as the write paths read them, and the operator's
-// suppress / unsuppress. The rule of what a row drops is domain/privacy.ts; this module is the
+// suppress / unsuppress. The rule of what a row drops is rules.ts; this module is the
 // SQL around it. Rows are keyed by the user ID's hash: no raw user ID is stored here.
 import type pg from 'pg';
 import type { Db, Tx } from '../platform/db.ts';
-import { dropReason, type DropReason, type PrivacyState } from './rules.ts';
+import { dropReason, type PrivacyState } from './rules.ts';
 import { userHashOfKey } from '../profiles/person.ts';
 import { AUDIT_SQL, auditValues, auditHashHex } from './audit.ts';
-import type { IdentifyCall } from '../identify/identify-plan.ts';
-import { storedHashHex } from '../platform/identity-hash.ts';
 
 /** A privacy_users row as the write paths read it (bigint columns come back as text). */
 export interface PrivacyRow {
@@ -38,31 +36,6 @@ export function privacyStates(rows: readonly PrivacyRow[]): Map<string, PrivacyS
     });
   }
   return out;
-}
-
-export interface DroppedCall {
-  call: IdentifyCall;
-  reason: DropReason;
-}
-
-/** The Identify calls of a batch that a tombstone or a suppression drops. */
-export function droppedCalls(calls: readonly IdentifyCall[], rows: readonly PrivacyRow[]): DroppedCall[] {
-  if (!rows.length) return [];
-  const states = privacyStates(rows);
-  const out: DroppedCall[] = [];
-  for (const call of calls) {
-    const reason = dropReason(states.get(`${call.envId}:${storedHashHex(call.userKey)}`), call.receivedAt);
-    if (reason) out.push({ call, reason });
-  }
-  return out;
-}
-
-/** Thrown inside an Identify batch's transaction when some of its calls are dropped: the batch is rolled back and run without them. */
-export class CallsDropped extends Error {
-  override name = 'CallsDropped';
-  constructor(readonly dropped: DroppedCall[]) {
-    super(`${dropped.length} calls dropped by an erasure or a suppression`);
-  }
 }
 
 /** Whether a profile change of a user (stored form), made at `at`, is one an erasure or a suppression drops. */

@@ -57,9 +57,16 @@ export const userLock = (environmentId: string, userKey: string): bigint => lock
 /** 2. A joinable email's lock (Identify's batches of an organization that joins by email). */
 export const emailLock = (environmentId: string, email: string): bigint => lockKey(`email:${environmentId}:${email}`);
 
+/** Every purpose a consent decision may have: an address has one consent lock per channel and purpose. */
+export const CONSENT_PURPOSES = ['marketing', 'tracking'] as const;
+
 /** 4. An address's consent lock, per channel and purpose. */
 export const consentLock = (environmentId: string, channel: string, purpose: string, address: string): bigint =>
   lockKey(`consent:${environmentId}:${channel}:${purpose}:${toPgText(address)}`);
+
+/** 4. Every consent lock of an address on a channel, one per purpose (an erasure weighs all its decisions). */
+export const addressConsentLocks = (environmentId: string, channel: string, address: string): bigint[] =>
+  CONSENT_PURPOSES.map((purpose) => consentLock(environmentId, channel, purpose, address));
 
 /** 5. A user ID's journey lock. */
 export const journeyLock = (environmentId: string, userKey: string): bigint => lockKey(`journey:${environmentId}:${userKey}`);

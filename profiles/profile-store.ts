@@ -1,48 +1,8 @@
-// Identify's write path and the Profiles read. Identify applies calls in batches, one
-// transaction each (identify-batch.ts: locks and set-based writes; identify-plan.ts: the
-// rules); applyIdentify is a batch of one for callers outside the gateway. Reads go through
-// the node-postgres pool directly: on these hot paths Prisma's client costs several times the
-// statement itself (docs/architecture.md).
+// The Profiles read, through the node-postgres pool directly: on this hot path Prisma's client
+// costs several times the statement itself (docs/architecture.md).
 import type pg from 'pg';
-import { poolOf, type Db, type Tx } from '../platform/db.ts';
-import { storedDecision, type Decision } from '../identify/consent.ts';
-import { hashStored } from '../platform/identity-hash.ts';
-import { stringifyJson } from '../platform/json-text.ts';
-import { toPgText } from '../platform/pg-text.ts';
-import type { IdentifyInput } from '../identify/validation.ts';
-import { applyIdentifyBatch } from '../identify/identify-batch.ts';
+import { poolOf, type Db } from '../platform/db.ts';
 import { userHashOfKey, userKeyOf } from './person.ts';
-import { toIdentifyCall, type Verdict } from '../identify/identify-plan.ts';
-
-export interface IdentifyEnvironment {
-  id: string;
-  features: readonly string[];
-}
-
-export type IdentifyResult = { kind: Verdict; messageId: string };
-
-/** One call applied on its own (the gateway batches its calls: gateway/handlers/identify.ts). */
-export async function applyIdentify(db: Db, env: IdentifyEnvironment, input: IdentifyInput, receivedAt: number): Promise<IdentifyResult> {
-  const call = toIdentifyCall(env, input, receivedAt);
-  const [outcome] = await applyIdentifyBatch(poolOf(db), [call]);
-  if (outcome instanceof Error) throw outcome;
-  return { kind: outcome, messageId: call.messageId };
-}
-
-/** The stored decision for an address (normalized) and channel/purpose, or null. */
-export async function findDecision(
-  client: Pick<Tx, 'consentDecision'>,
-  environmentId: string,
-  channel: Decision['channel'],
-  purpose: Decision['purpose'],
-  address: string,
-): Promise<(Decision & { updatedAt: number }) | null> {
-  const addressKey = toPgText(address);
-  const row = await client.consentDecision.findUnique({
-    where: { environmentId_channel_purpose_addressHash: { environmentId, channel, purpose, addressHash: hashStored(addressKey) } },
-  });
-  return row && row.address === addressKey ? { ...storedDecision(row), updatedAt: row.updatedAt.getTime() } : null;
-}
 
 export interface ProfileView {
   profileId: string;

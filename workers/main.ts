@@ -30,7 +30,7 @@ import { startOutboxRelay } from './outbox-relay.ts';
 import { createWatermark, oldestQueuedReceipt } from './watermark.ts';
 import { createEventPersister, recordBatchFailed, type Refused } from './persist-event.ts';
 import { startStorageMaintenance } from './storage-maintenance.ts';
-import { createErasureGuard } from '../privacy/erasure.ts';
+import { createErasureGuard } from '../events/erasure-guard.ts';
 
 export interface Workers {
   /** Where GET /metrics is served (null when WORKER_METRICS_PORT was taken). */

@@ -8,7 +8,7 @@ import { dbErrorMessage, poolOf, splitOnRefusal } from '../platform/db.ts';
 import { journeyEligibility } from '../events/journey-limits.ts';
 import { createMicroBatch } from '../platform/micro-batch.ts';
 import type { QueuedEvent } from '../platform/queues.ts';
-import type { ErasureGuard } from '../privacy/erasure.ts';
+import type { ErasureGuard } from '../events/erasure-guard.ts';
 import { insertEventsOnce, isMissingPartition, type EventRow, type EventStatus, type IdentityWindow } from '../events/event-store.ts';
 import { createEventPartitions } from '../events/storage.ts';
 import { clampedReceipt, utcDay } from '../events/partition-plan.ts';

@@ -11,7 +11,7 @@ import { keyCreate, keyRevoke } from '../../cli/commands/key.ts';
 import { envRemove } from '../../cli/commands/env.ts';
 import { journeyCreate, journeyList, journeyPublish } from '../../cli/commands/journey.ts';
 import { generateApiKey } from '../../environments/api-key.ts';
-import { applyIdentify } from '../../profiles/profile-store.ts';
+import { applyIdentify } from '../../identify/identify-batch.ts';
 import { MESSAGES } from '../../gateway/errors.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
