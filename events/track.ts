@@ -1,6 +1,9 @@
 // Track body validation. Reports only the first problem, in the spec's field
 // order, with zod-style messages (the API's 400 texts are zod's wording).
 import { hasId } from '../profiles/ids.ts';
+import { NOT_JSON, parseJsonBody } from '../platform/json-text.ts';
+import { overTrackLimit } from './event-size.ts';
+import { storedTrackPayload } from './track-payload.ts';
 import { SERVICE_EVENTS } from './service-events.ts';
 import { parseTimestamp } from '../platform/validation/timestamp.ts';
 import { messagesFor, receivedType, type JsonType } from '../platform/validation/received-type.ts';
@@ -134,4 +137,25 @@ export function checkTrack(body: unknown): TrackCheck {
       integrations: (integrations as Record<string, unknown> | undefined) ?? {},
     },
   };
+}
+
+/** A Track event without its caller-shaped objects (those travel inside `storedPayload`). */
+export type TrackHeader = Omit<TrackEvent, 'properties' | 'context' | 'integrations'>;
+
+export type TrackDecoded =
+  | { kind: 'ok'; track: TrackHeader; timestampMs: number; storedPayload: string }
+  | { kind: 'notJson' }
+  | { kind: 'tooLarge' }
+  | { kind: 'invalid'; message: string };
+
+/** Track's check 6 in order: JSON, then the size of the event as stored (413), then the fields. */
+export function decodeTrack(raw: string): TrackDecoded {
+  const body = parseJsonBody(raw);
+  if (body === NOT_JSON) return { kind: 'notJson' };
+  const storedPayload = storedTrackPayload(body);
+  if (overTrackLimit(storedPayload)) return { kind: 'tooLarge' };
+  const result = checkTrack(body);
+  if (!result.ok) return { kind: 'invalid', message: result.message };
+  const { type, messageId, event, timestamp, userId, anonymousId } = result.event;
+  return { kind: 'ok', track: { type, messageId, event, timestamp, userId, anonymousId }, timestampMs: result.timestampMs, storedPayload };
 }

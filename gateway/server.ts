@@ -3,6 +3,7 @@ import { resourceLimits } from 'node:worker_threads';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Config } from '../platform/config.ts';
 import { createJsonPool } from '../platform/json-pool.ts';
+import { JSON_TASKS } from './json-tasks.ts';
 import { drain, listen } from '../platform/listen.ts';
 import { poolOf, type Db } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
@@ -98,7 +99,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
     counter: metrics.suppressed,
     log,
   });
-  const json = createJsonPool({ threads: deps.cluster?.jsonThreads });
+  const json = createJsonPool(JSON_TASKS, { threads: deps.cluster?.jsonThreads });
   // The dashboard's live view: Identify calls and the answers' rates, written to Redis off the request path.
   const live = createLiveRecorder({ config, redis, requestTotals: metrics.requestTotals, log });
   const identifyBatcher = createIdentifyBatcher(poolOf(db), json, {

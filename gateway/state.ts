@@ -1,6 +1,6 @@
 import type { BoundEnvironment } from '../environments/environment-store.ts';
 import type { IdentifyInput } from '../identify/validation.ts';
-import type { TrackHeader } from './json-tasks.ts';
+import type { TrackHeader } from '../events/track.ts';
 
 /** Per-request state; each middleware of the check chain fills one field, in order. */
 export interface IngestState {

@@ -12,7 +12,7 @@ import { fitsCachedWrite, lockDecisions, readSnapshot, writeAndCommit, writeCach
 import type { OutboxNotify } from './outbox.ts';
 import { CallsDropped, type DroppedCall } from './dropped-calls.ts';
 import type { ProfileCache } from './profile-cache.ts';
-import { SnapshotChanged, toIdentifyCall, type IdentifyCall, type Plan, type Snapshot, type Verdict } from './identify-plan.ts';
+import { planIdentifyBatch, SnapshotChanged, toIdentifyCall, type IdentifyCall, type Plan, type Snapshot, type Verdict } from './identify-plan.ts';
 import type { IdentifyInput } from './validation.ts';
 
 export type BatchOutcome = Verdict | Error;
@@ -136,7 +136,7 @@ async function runBatch(
 async function planOf(json: JsonWork, calls: IdentifyCall[], snap: Snapshot, now: number, historyFrom: number | null): Promise<Plan> {
   const texts = calls.map((c) => c.input.traitsText);
   for (const p of snap.profiles.values()) texts.push(p.fields, p.times);
-  const outcome = await json.runFor(texts, 'planIdentifyBatch', calls, snap, now, historyFrom);
+  const outcome = await json.runFor(texts, planIdentifyBatch, calls, snap, now, historyFrom);
   if (outcome.kind === 'plan') return outcome.plan;
   const rebuilt = { SnapshotChanged, TypeError, RangeError, SyntaxError }[outcome.name];
   throw rebuilt ? new rebuilt(outcome.message) : new Error(outcome.message);

@@ -9,7 +9,7 @@ import { array, lazy, mixed, object, ValidationError } from 'yup';
 import type { TestContext } from 'yup';
 import { abortError, isAborting, issueAt, issueError, issueErrors, toIssues } from '../platform/validation/issues.ts';
 import type { Issue, IssueData, IssueOptions } from '../platform/validation/issues.ts';
-import { stringifyJson } from '../platform/json-text.ts';
+import { NOT_JSON, parseJsonBody, stringifyJson } from '../platform/json-text.ts';
 import { isTooFarAhead, TOO_FAR_AHEAD_MESSAGE } from '../events/future-bound.ts';
 import { hasId } from '../profiles/ids.ts';
 import { callDigest } from './call-digest.ts';
@@ -411,4 +411,20 @@ export function addressTraitsOf(traits: Record<string, unknown>): AddressTraits 
 function toDecision(d: Record<string, unknown>): ConsentDecisionInput {
   const { channel, status, purpose = 'marketing', basis = null, source = 'api', consentedAt = null, proofRef = null, expiresAt = null } = d;
   return { channel, status, purpose, basis, source, consentedAt, proofRef, expiresAt } as ConsentDecisionInput;
+}
+
+/**
+ * `issues` as JSON text: a 4 MB body can hold millions of issues, too many to copy between
+ * threads as objects. `first` is the first of them, for the request log.
+ */
+export type IdentifyDecoded =
+  { kind: 'ok'; input: IdentifyInput } | { kind: 'notJson' } | { kind: 'invalid'; issues: string; first: Issue } | { kind: 'tooFarAhead' };
+
+/** Identify's check 6: JSON, then every issue of the fields. */
+export function decodeIdentify(raw: string, receivedAt: number): IdentifyDecoded {
+  const body = parseJsonBody(raw);
+  if (body === NOT_JSON) return { kind: 'notJson' };
+  const result = checkIdentify(body, receivedAt);
+  if (result.ok) return { kind: 'ok', input: result.input };
+  return 'issues' in result ? { kind: 'invalid', issues: stringifyJson(result.issues), first: result.issues[0] } : { kind: 'tooFarAhead' };
 }

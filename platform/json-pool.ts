@@ -1,4 +1,5 @@
-// Runs json-tasks.ts off the event loop when its input is large. A few milliseconds of JSON
+// Runs JSON work off the event loop when its input is large: pure functions of strings, which
+// the caller passes in (a task table names them for the threads: gateway/json-tasks.ts). A few milliseconds of JSON
 // work per request is fine on the event loop; a 4 MB body of a bad shape takes hundreds of
 // milliseconds to seconds in JSON.parse and serialization alone, during which a gateway
 // would answer nothing else (health probes, other callers' Track with its 2 s enqueue bound).
@@ -8,16 +9,31 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { nestsDeeperThan } from './json-text.ts';
-import { JSON_TASKS } from '../gateway/json-tasks.ts';
 
-type Tasks = typeof JSON_TASKS;
-export type JsonTaskName = keyof Tasks;
+/** A pure function whose arguments and result cross threads by copy (strings, small flat objects). */
+export type JsonTask = (...args: never[]) => unknown;
+
+/**
+ * The tasks a pool's threads can run. A thread imports `url` (the table module's own
+ * import.meta.url, so the build finds its compiled file) and looks the task up by its key in
+ * that module's `JSON_TASKS.tasks`.
+ */
+export interface JsonTaskTable {
+  url: string;
+  tasks: Readonly<Record<string, JsonTask>>;
+  /**
+   * Tasks that run inside a transaction, holding row locks until they end: they go before any
+   * body waiting to be decoded, so a burst of large bodies cannot keep a transaction open
+   * towards its timeout.
+   */
+  urgent: readonly JsonTask[];
+}
 
 export interface JsonWork {
   /** Runs the task where its string arguments' size says. */
-  run<K extends JsonTaskName>(task: K, ...args: Parameters<Tasks[K]>): Promise<ReturnType<Tasks[K]>>;
+  run<F extends JsonTask>(task: F, ...args: Parameters<F>): Promise<ReturnType<F>>;
   /** As run, with the caller naming the texts the task's cost grows with (for arguments that are not strings). */
-  runFor<K extends JsonTaskName>(texts: readonly string[], task: K, ...args: Parameters<Tasks[K]>): Promise<ReturnType<Tasks[K]>>;
+  runFor<F extends JsonTask>(texts: readonly string[], task: F, ...args: Parameters<F>): Promise<ReturnType<F>>;
   /** How many tasks were handed to a thread so far. */
   threaded(): number;
   close(): Promise<void>;
@@ -43,16 +59,17 @@ export const inlineJsonWork: JsonWork = {
 };
 
 // Every Track and Identify request runs here: an already-settled promise, no executor or resolving functions.
-function runInline<K extends JsonTaskName>(task: K, args: unknown[]): Promise<ReturnType<Tasks[K]>> {
+function runInline<F extends JsonTask>(task: F, args: unknown[]): Promise<ReturnType<F>> {
   try {
-    return Promise.resolve((JSON_TASKS[task] as (...a: unknown[]) => ReturnType<Tasks[K]>)(...args));
+    return Promise.resolve((task as unknown as (...a: unknown[]) => ReturnType<F>)(...args));
   } catch (err) {
     return Promise.reject(err);
   }
 }
 
 interface Task {
-  task: JsonTaskName;
+  /** The task's key in the table. */
+  task: string;
   args: unknown[];
   resolve(value: unknown): void;
   reject(err: Error): void;
@@ -64,11 +81,6 @@ interface Thread {
   current: Task | null;
 }
 
-// Tasks that run inside an Identify transaction, holding a profile's row lock until they end:
-// they go before any body waiting to be decoded, so a burst of large bodies cannot keep a
-// transaction open towards its timeout.
-const IN_TRANSACTION: ReadonlySet<JsonTaskName> = new Set(['planIdentifyBatch']);
-
 export interface JsonPoolOptions {
   /** Worker threads (default: one less than the cores, at least 1, at most 4). */
   threads?: number;
@@ -79,7 +91,10 @@ export interface JsonPoolOptions {
 // json-pool-thread.js (which registers tsx); compiled, the loop is JavaScript already.
 const THREAD_ENTRY = import.meta.url.endsWith('.ts') ? new URL('./json-pool-thread.js', import.meta.url) : new URL('./json-pool-loop.js', import.meta.url);
 
-export function createJsonPool(options: JsonPoolOptions = {}): JsonWork {
+export function createJsonPool(table: JsonTaskTable, options: JsonPoolOptions = {}): JsonWork {
+  // Keyed by the function itself: callers pass what they call, so go-to-definition reaches it.
+  const keys = new Map<JsonTask, string>(Object.entries(table.tasks).map(([key, task]) => [task, key]));
+  const urgentTasks = new Set(table.urgent);
   const size = options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
   const inlineChars = options.inlineChars ?? INLINE_JSON_CHARS;
   const threads: Thread[] = [];
@@ -90,7 +105,7 @@ export function createJsonPool(options: JsonPoolOptions = {}): JsonWork {
 
   function start(): Thread {
     // A parse of a hostile body may run out of memory: the thread dies, not the gateway.
-    const worker = new Worker(THREAD_ENTRY, { resourceLimits: { maxOldGenerationSizeMb: 1024 } });
+    const worker = new Worker(THREAD_ENTRY, { workerData: { tasks: table.url }, resourceLimits: { maxOldGenerationSizeMb: 1024 } });
     worker.unref();
     const thread: Thread = { worker, current: null };
     worker.on('message', (m: { value?: unknown; error?: string }) => {
@@ -123,16 +138,18 @@ export function createJsonPool(options: JsonPoolOptions = {}): JsonWork {
     }
   }
 
-  function onThread<K extends JsonTaskName>(task: K, args: unknown[]): Promise<ReturnType<Tasks[K]>> {
+  function onThread<F extends JsonTask>(task: F, args: unknown[]): Promise<ReturnType<F>> {
+    const key = keys.get(task);
+    if (key === undefined) return Promise.reject(new Error(`json task ${task.name} is not in the pool's table (${table.url})`));
     threaded++;
     return new Promise((resolve, reject) => {
-      (IN_TRANSACTION.has(task) ? urgent : waiting).push({ task, args, resolve: resolve as (v: unknown) => void, reject });
+      (urgentTasks.has(task) ? urgent : waiting).push({ task: key, args, resolve: resolve as (v: unknown) => void, reject });
       dispatch();
     });
   }
 
   // `texts`: the task's arguments (run) or the texts the caller names (runFor); isLarge weighs their strings.
-  const runOn = <K extends JsonTaskName>(texts: readonly unknown[], task: K, args: unknown[]) =>
+  const runOn = <F extends JsonTask>(texts: readonly unknown[], task: F, args: unknown[]) =>
     closed || !isLarge(texts, inlineChars) ? runInline(task, args) : onThread(task, args);
   return {
     run: (task, ...args) => runOn(args, task, args),

@@ -211,3 +211,19 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   }
   return false;
 }
+
+/** What parseJsonBody returns for a body that is not JSON. */
+export const NOT_JSON = Symbol('not JSON');
+
+/**
+ * A request body as any JSON value (validation names a scalar's type); an empty body is not
+ * JSON. A `__proto__` key is ordinary data: JSON.parse makes it an own property.
+ */
+export function parseJsonBody(raw: string): unknown {
+  if (raw === '') return NOT_JSON;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return NOT_JSON;
+  }
+}

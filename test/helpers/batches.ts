@@ -1,6 +1,6 @@
 // Reading the events queue as the gateway writes it: batch jobs, each listing its events.
 import type { JobType, Queue } from 'bullmq';
-import { decodeTrack } from '../../gateway/json-tasks.ts';
+import { decodeTrack } from '../../events/track.ts';
 import type { EventBatchJob, QueuedEvent } from '../../platform/queues.ts';
 import { eventually } from './eventually.ts';
 import { trackBody } from './http.ts';
