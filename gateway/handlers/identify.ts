@@ -9,6 +9,7 @@ import { applyIdentifyBatch, type BatchOptions } from '../../identify/identify-b
 import { toIdentifyCall, userRef, type IdentifyCall, type Verdict } from '../../identify/identify-plan.ts';
 import { createOutboxNotify } from '../../identify/outbox.ts';
 import { ProfileCache } from '../../identify/profile-cache.ts';
+import { answerIdentifySaved } from '../answers.ts';
 import { messageIdConflict } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 
@@ -34,6 +35,6 @@ export function identify(deps: { identifyBatcher: IdentifyBatcher }): Middleware
     const call = toIdentifyCall(environment, input, receivedAt);
     const verdict = await deps.identifyBatcher.add(call);
     if (verdict === 'conflict') throw messageIdConflict(call.messageId);
-    ctx.body = { success: true, messageId: call.messageId, duplicate: verdict === 'duplicate' };
+    answerIdentifySaved(ctx, call.messageId, verdict === 'duplicate');
   };
 }
