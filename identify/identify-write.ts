@@ -133,15 +133,22 @@ interface ClaimRow {
   env: string;
   /** The key: a messageId's (a uuid), a userId's digest (hex); or the profile's id. */
   hash: string;
-  /** prior: call digest (a claim recorded before digests: none, and userId, timestamp, traits); user: userId, profile id; profile: fields, times, updated_at, email. */
-  a: string | null;
-  b: string | null;
-  ts: string | null;
-  c: string | null;
-  /** profile: created_at (ms) and, for batches with consent, its address history; its latest claim of each channel. */
-  e: string | null;
-  f: StoredClaimRow[] | null;
-  g: StoredClaimRow[] | null;
+  /** prior: the call digest; a claim recorded before digests has none, and its call's userId, timestamp and traits instead. */
+  digest: string | null;
+  legacy_user_id: string | null;
+  legacy_ts: string | null;
+  legacy_traits: string | null;
+  /** user: the userId as stored and its profile's id. */
+  user_id: string | null;
+  profile_id: string | null;
+  /** profile: its columns (times in ms) and, for batches with consent, its address history; its latest claim of each channel. */
+  fields: string | null;
+  trait_times: string | null;
+  updated_at: string | null;
+  email: string | null;
+  created_at: string | null;
+  claims: StoredClaimRow[] | null;
+  latest: StoredClaimRow[] | null;
 }
 
 interface StoredClaimRow {
@@ -160,8 +167,14 @@ interface StoredClaimRow {
 // profile ids ('user') and the profiles ('profile'). A claim recorded before call digests
 // (migration 20261124170000_identify_call_digests) has none: its call's parts come from
 // identify_messages_legacy, and its digest is computed here.
-const PRIOR_COLUMNS = `'prior' AS kind, i.environment_id AS env, i.message_key::text AS hash, i.call_digest::text AS a, l.user_id AS b,
-  l.timestamp_ms AS ts, l.traits AS c, NULL::int8 AS e, NULL::json AS f, NULL::json AS g`;
+// Each kind of row fills its own columns (ClaimRow), NULL elsewhere; the first SELECT names them.
+const PRIOR_COLUMNS = `'prior' AS kind, i.environment_id AS env, i.message_key::text AS hash,
+  i.call_digest::text AS digest, l.user_id AS legacy_user_id, l.timestamp_ms AS legacy_ts, l.traits AS legacy_traits,
+  NULL::text AS user_id, NULL::text AS profile_id,
+  NULL::text AS fields, NULL::text AS trait_times, NULL::int8 AS updated_at, NULL::text AS email, NULL::int8 AS created_at, NULL::json AS claims, NULL::json AS latest`;
+const NO_PRIOR = 'NULL, NULL, NULL, NULL';
+const NO_USER = 'NULL, NULL';
+const NO_PROFILE = 'NULL, NULL, NULL, NULL, NULL, NULL, NULL';
 const LEGACY_JOIN = `LEFT JOIN identify_messages_legacy l
   ON i.call_digest IS NULL AND l.environment_id = i.environment_id AND l.message_key = i.message_key`;
 const CLAIM_JSON = `json_build_object('channel', c.channel, 'value', c.value, 'at', c.at, 'order', c.id)`;
@@ -183,12 +196,12 @@ locked AS (
   ORDER BY p.id FOR UPDATE)
 SELECT ${PRIOR_COLUMNS} FROM identify_messages i JOIN m ON i.environment_id = m.env AND i.message_key = m.key ${LEGACY_JOIN}
 UNION ALL
-SELECT 'unclaimed', m.env, m.key::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM m
+SELECT 'unclaimed', m.env, m.key::text, ${NO_PRIOR}, ${NO_USER}, ${NO_PROFILE} FROM m
   WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.environment_id = m.env AND ins.message_key = m.key)
 UNION ALL
-SELECT 'user', environment_id, encode(user_hash, 'hex'), user_id, profile_id::text, NULL, NULL, NULL, NULL, NULL FROM users
+SELECT 'user', environment_id, encode(user_hash, 'hex'), ${NO_PRIOR}, user_id, profile_id::text, ${NO_PROFILE} FROM users
 UNION ALL
-SELECT 'profile', l.environment_id, l.id::text, l.fields, l.trait_times, ${MS('l.updated_at')}, l.email, ${MS('l.created_at')},
+SELECT 'profile', l.environment_id, l.id::text, ${NO_PRIOR}, ${NO_USER}, l.fields, l.trait_times, ${MS('l.updated_at')}, l.email, ${MS('l.created_at')},
   ${withClaims ? ADDRESS_HISTORY : 'NULL::json'}, ${LATEST_CLAIMS} FROM locked l`;
 
 // Locks nothing; returns the 'prior' ClaimRows of messageIds another transaction claimed while
@@ -257,12 +270,12 @@ export async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[])
   for (const [ref, m] of byMessage) {
     const r = priorRows.get(rowKey(m.call.envId, m.key));
     if (!r || !unclaimed.has(rowKey(m.call.envId, m.key))) continue;
-    priors.set(ref, r.a ?? callDigest(fromPgText(r.b!), r.ts === null ? null : Number(r.ts), JSON.parse(r.c!)));
+    priors.set(ref, r.digest ?? callDigest(fromPgText(r.legacy_user_id!), r.legacy_ts === null ? null : Number(r.legacy_ts), JSON.parse(r.legacy_traits!)));
   }
   const users = new Map<string, string>();
   for (const [ref, u] of byUser) {
     const r = userRows.get(rowKey(u.call.envId, u.hash));
-    if (r && r.a === u.call.userKey) users.set(ref, r.b!);
+    if (r && r.user_id === u.call.userKey) users.set(ref, r.profile_id!);
   }
   // A profile a user pointed at was joined into another (and deleted) before we locked it.
   for (const id of users.values()) if (!profiles.has(id)) throw new SnapshotChanged(`profile ${id} was joined meanwhile`);
@@ -275,13 +288,13 @@ function toStored(r: ClaimRow): StoredProfile {
   return {
     id: r.hash,
     envId: r.env,
-    fields: r.a!,
-    times: r.b!,
-    updatedAt: Number(r.ts),
-    email: r.c,
-    createdAt: Number(r.e),
-    claims: r.f ? r.f.map(toClaim) : null,
-    latest: Object.fromEntries((r.g ?? []).map((c) => [c.channel, toClaim(c)])),
+    fields: r.fields!,
+    times: r.trait_times!,
+    updatedAt: Number(r.updated_at),
+    email: r.email,
+    createdAt: Number(r.created_at),
+    claims: r.claims ? r.claims.map(toClaim) : null,
+    latest: Object.fromEntries((r.latest ?? []).map((c) => [c.channel, toClaim(c)])),
   };
 }
 
