@@ -91,7 +91,7 @@ export function createEventPersister(
     waitMs: number;
     time: StoreTime;
     onStatement?: (rows: number) => void;
-    /** Holds the erasure lock while a batch is stored, and drops erased and suppressed users' events (privacy/erasure.ts). */
+    /** Holds the erasure lock while a batch is stored, and drops erased and suppressed users' events (events/erasure-guard.ts). */
     guard: ErasureGuard;
     /** Events an erasure or a suppression dropped (stored nowhere). */
     onDropped?: (rows: EventRow[]) => void;
