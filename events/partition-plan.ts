@@ -58,7 +58,7 @@ export function retentionBound(now: number, retentionDays: number | null): numbe
 /**
  * The start of the oldest day retention keeps whole at `now` (null: forever): every event
  * received before it is in a partition past the retention, due to be dropped, and its
- * messageId is free again (events.ts). The one rule of when an event's day expires.
+ * messageId is free again (event-store.ts). The one rule of when an event's day expires.
  */
 export function retentionCutoff(now: number, retentionDays: number | null): number | null {
   const bound = retentionBound(now, retentionDays);

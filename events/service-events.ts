@@ -16,7 +16,7 @@ export interface EventSubject {
 /**
  * A profile change's event, or null: only attribute-triggered journeys read a change, so an
  * organization without the feature gets none (it would be relayed and dropped; the worker checks
- * again when it runs, for a feature turned off meanwhile: journeys.ts).
+ * again when it runs, for a feature turned off meanwhile: journeys/engine.ts).
  */
 export function profileFieldsChanged(
   attributeTrigger: boolean,

@@ -59,7 +59,7 @@ async function applyOnce(pool: pg.Pool, calls: IdentifyCall[], options: BatchOpt
 }
 
 /**
- * A batch some of whose calls a tombstone or a suppression drops (domain/privacy.ts): those are
+ * A batch some of whose calls a tombstone or a suppression drops (privacy/rules.ts): those are
  * answered as applied and stored nowhere; the rest run again as a batch of their own (the
  * transaction that saw the drops was rolled back, its messageId claims with it).
  */

@@ -28,7 +28,7 @@ export interface IdentifyCall {
   messageId: string;
   /** The call's time: its timestamp, else its receipt time. */
   callTime: number;
-  /** When the gateway received it: an erasure drops what was received up to its time (domain/privacy.ts). */
+  /** When the gateway received it: an erasure drops what was received up to its time (privacy/rules.ts). */
   receivedAt: number;
   /** userId and messageId as their columns store them (pg-text.ts). */
   userKey: string;
@@ -61,7 +61,7 @@ export interface StoredClaim {
   order: number;
 }
 
-/** Texts and plain values only: a snapshot crosses to a JSON pool thread (json-tasks.ts) when large. */
+/** Texts and plain values only: a snapshot crosses to a JSON pool thread (platform/json-pool.ts) when large. */
 export interface StoredProfile {
   id: string;
   envId: string;
@@ -283,7 +283,7 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
 /** A batch's plan, or what the rules threw (by name: an Error's class does not cross threads). */
 export type PlanOutcome = { kind: 'plan'; plan: Plan } | { kind: 'error'; name: string; message: string };
 
-/** planBatch as json-pool.ts runs it (json-tasks.ts), inline or on a thread when the batch is large. */
+/** planBatch as platform/json-pool.ts runs it, inline or on a thread when the batch is large. */
 export function planIdentifyBatch(calls: IdentifyCall[], snap: Snapshot, now: number, historyFrom: number | null = null): PlanOutcome {
   try {
     return { kind: 'plan', plan: planBatch(calls, snap, now, randomUUID, historyFrom) };

@@ -406,7 +406,7 @@ export async function writeAndCommit(client: pg.PoolClient, plan: Plan): Promise
 // CACHED_WRITE_SQL. Locks each messageId claimed and each profile updated (no advisory key: the
 // claims' unique index and the rows' versions stand in for them); returns the transaction's id,
 // or fails (23505: a messageId claimed before; 40001: a profile changed since, or a tombstone or
-// suppression of one of its users, whose calls the locked path then drops: domain/privacy.ts).
+// suppression of one of its users, whose calls the locked path then drops: privacy/rules.ts).
 const CACHED_WRITE_SQL = `
 WITH
 claims AS (${INSERT_CLAIMS(1, 'fail')}),

@@ -146,7 +146,7 @@ export function withQueryTimeout(config: pg.QueryConfig, ms: number): pg.QueryCo
 
 /**
  * A worker's connections for holding locks across other statements (the erasure guard,
- * store/erasure.ts): apart from createDb's pool, since the work done under the lock needs
+ * events/erasure-guard.ts): apart from createDb's pool, since the work done under the lock needs
  * those. A lock wait may last an erasure's time (seconds), so the bound is a minute.
  */
 export function createLockPool(config: Pick<Config, 'databaseUrl'>, max: number, log?: Logger): pg.Pool {

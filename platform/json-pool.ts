@@ -1,6 +1,6 @@
 // Runs JSON work off the event loop when its input is large: pure functions of strings, which
-// the caller passes in (a task table names them for the threads: gateway/json-tasks.ts). A few milliseconds of JSON
-// work per request is fine on the event loop; a 4 MB body of a bad shape takes hundreds of
+// the caller passes in (a task table names them for the threads: gateway/json-tasks.ts). A few
+// milliseconds of JSON work per request is fine on the event loop; a 4 MB body of a bad shape takes hundreds of
 // milliseconds to seconds in JSON.parse and serialization alone, during which a gateway
 // would answer nothing else (health probes, other callers' Track with its 2 s enqueue bound).
 // Small input (every ordinary request) runs inline: handing it to a thread costs more than

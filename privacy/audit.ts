@@ -1,6 +1,6 @@
 // The audit of the privacy operations (intake users …): one record per forget, and per suppress
 // or unsuppress that changed something, with no trait, address or raw user ID. A record names
-// the person by auditUserHash (domain/privacy.ts): the user's key under the deployment's secret.
+// the person by auditUserHash (rules.ts): the user's key under the deployment's secret.
 import type pg from 'pg';
 import type { Db } from '../platform/db.ts';
 import { auditUserHash } from './rules.ts';

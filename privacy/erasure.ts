@@ -46,7 +46,7 @@ export interface ForgetOptions {
   userId: string;
   suppress: boolean;
   operator: string;
-  /** The deployment's secret of the audit's user hashes (privacy-audit.ts readAuditSecret). */
+  /** The deployment's secret of the audit's user hashes (audit.ts readAuditSecret). */
   auditSecret: Buffer;
 }
 
@@ -199,7 +199,7 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
 
 /**
  * The person's stored events, in every spelling of a user ID that trims to one of theirs
- * (events.ts keeps the ID as sent, with the trimmed key beside a padded one), with their
+ * (events/event-store.ts keeps the ID as sent, with the trimmed key beside a padded one), with their
  * messageId identities: a resend after the erasure is new data, as it is for Identify.
  */
 async function forgetEvents(q: Query, env: string, userKeys: string[]): Promise<number> {

@@ -70,7 +70,7 @@ export async function exportEnvironment(pool: pg.Pool, orgSlug: string, pathValu
   return { id: rows[0].id, pathValue: rows[0].path_value! };
 }
 
-/** `auditSecret`: the document's userHash is the audit's keyed hash (privacy-audit.ts), so its records can be matched. */
+/** `auditSecret`: the document's userHash is the audit's keyed hash (audit.ts), so its records can be matched. */
 export async function exportPerson(pool: pg.Pool, environmentId: string, userId: string, auditSecret: Buffer, out: Out): Promise<void> {
   const userKey = userKeyOf(userId);
   const client = await pool.connect();
@@ -147,7 +147,7 @@ export async function exportPerson(pool: pg.Pool, environmentId: string, userId:
     }));
     await write(out, `,"journeyRuns":${stringifyJson(journeyRuns)},"events":[`);
 
-    // Events carry the userId as sent: every spelling that trims to one of the person's IDs (events.ts user_key).
+    // Events carry the userId as sent: every spelling that trims to one of the person's IDs (events/event-store.ts user_key).
     await q(
       `DECLARE person_events NO SCROLL CURSOR FOR
          SELECT received_at, status, error, payload FROM events

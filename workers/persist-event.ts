@@ -61,7 +61,7 @@ export async function persistEvent(
 
 /**
  * What the store judges time by: the retention (a messageId whose first copy's day is past it is
- * a new event, events.ts) and the trusted clock (platform/trusted-clock.ts), against which a
+ * a new event, events/event-store.ts) and the trusted clock (platform/trusted-clock.ts), against which a
  * receipt is clamped before its day's partition may be made.
  */
 export interface StoreTime extends IdentityWindow {
