@@ -18,7 +18,13 @@ COPY prisma ./prisma
 RUN --mount=type=cache,target=/root/.npm npm ci --ignore-scripts --no-audit --no-fund && node scripts/generate-client.js
 COPY bin ./bin
 COPY cli ./cli
-COPY common ./common
+COPY platform ./platform
+COPY environments ./environments
+COPY profiles ./profiles
+COPY privacy ./privacy
+COPY events ./events
+COPY identify ./identify
+COPY journeys ./journeys
 COPY gateway ./gateway
 COPY workers ./workers
 COPY clients/typescript/src ./clients/typescript/src

@@ -1,11 +1,11 @@
 // node --import tsx bench/cache-cost.mts [entries] — what an entry of the gateway's caches takes
 // on the heap (measured: the heap's growth while a cache fills, after full collections) and
-// what the cache counts against its budget (common/heap-size.ts), for each kind of profile of
+// what the cache counts against its budget (platform/heap-size.ts), for each kind of profile of
 // test/helpers/heap.ts and for API keys. Each kind is measured in a process of its own, so no
 // other kind's garbage counts. One JSON line per kind.
 import { execFileSync } from 'node:child_process';
-import { hashApiKey } from '../common/domain/api-key.ts';
-import { ProfileCache } from '../common/store/profile-cache.ts';
+import { hashApiKey } from '../environments/api-key.ts';
+import { ProfileCache } from '../identify/profile-cache.ts';
 import { KeyCache } from '../gateway/key-cache.ts';
 import { exposeGc, heapDelta, keyRecord, PROFILE_SHAPES, profilePlan, type ProfileShape } from '../test/helpers/heap.ts';
 

@@ -2,12 +2,12 @@
 // Prisma ($queryRaw on the PrismaPg adapter) and through the node-postgres pool that adapter
 // holds, for the two hot paths' statements (a Profiles read; a small Identify-shaped write in
 // its own transaction). Sequential and concurrent (16 at a time) runs; wall time and this
-// process's CPU time per statement. The figures behind common/db.ts poolOf().
+// process's CPU time per statement. The figures behind platform/db.ts poolOf().
 import { randomBytes } from 'node:crypto';
-import { loadConfig } from '../common/config.ts';
-import { createDb, poolOf } from '../common/db.ts';
-import { migrate } from '../common/migrate.ts';
-import { hashStored } from '../common/domain/identity-hash.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createDb, poolOf } from '../platform/db.ts';
+import { migrate } from '../cli/migrate.ts';
+import { hashStored } from '../platform/identity-hash.ts';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_bench';
 const N = Number(process.env.BENCH_STATEMENTS ?? 4000);

@@ -5,14 +5,14 @@
 // the first run (a few minutes) and kept; each measurement puts the user's rows back first.
 // Prints one JSON line per measurement.
 import pg from 'pg';
-import { loadConfig } from '../common/config.ts';
-import { createDb, poolOf } from '../common/db.ts';
-import { userKeyBits } from '../common/domain/privacy.ts';
-import { userHashOf } from '../common/store/person.ts';
-import { migrate } from '../common/migrate.ts';
-import { forgetUser } from '../common/store/erasure.ts';
-import { readAuditSecret } from '../common/store/privacy-audit.ts';
-import { createPartitionsFor } from '../common/store/storage.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createDb, poolOf } from '../platform/db.ts';
+import { userKeyBits } from '../privacy/rules.ts';
+import { userHashOf } from '../profiles/person.ts';
+import { migrate } from '../cli/migrate.ts';
+import { forgetUser } from '../privacy/erasure.ts';
+import { readAuditSecret } from '../privacy/audit.ts';
+import { createPartitionsFor } from '../events/storage.ts';
 
 const DATABASE_URL = process.env.BENCH_ERASURE_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_bench_erasure';
 const EVENTS = 5_000_000;
@@ -98,7 +98,13 @@ const db = createDb(loadConfig({ ...process.env, DATABASE_URL, DATABASE_POOL_SIZ
 async function measure(layout: string) {
   await seedTarget();
   const started = performance.now();
-  const summary = await forgetUser(poolOf(db), { environmentId: env!, userId: TARGET, suppress: false, operator: 'bench', auditSecret: await readAuditSecret(poolOf(db)) });
+  const summary = await forgetUser(poolOf(db), {
+    environmentId: env!,
+    userId: TARGET,
+    suppress: false,
+    operator: 'bench',
+    auditSecret: await readAuditSecret(poolOf(db)),
+  });
   const seconds = (performance.now() - started) / 1000;
   console.log(JSON.stringify({ layout, events: EVENTS, removed: summary.removed, seconds: Number(seconds.toFixed(2)) }));
 }

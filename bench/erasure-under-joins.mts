@@ -15,9 +15,9 @@ import pg from 'pg';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
 import { openOperator } from '../cli/operator.ts';
-import { loadConfig } from '../common/config.ts';
-import { createDb } from '../common/db.ts';
-import { migrate } from '../common/migrate.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createDb } from '../platform/db.ts';
+import { migrate } from '../cli/migrate.ts';
 import { startProcess, stopProcess } from './processes.mts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -7,11 +7,11 @@
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { createDb } from '../common/db.ts';
-import { migrationsDir } from '../common/migrate.ts';
-import { daysToCreate } from '../common/domain/partition-plan.ts';
-import { insertEventsOnce } from '../common/store/events.ts';
-import { createEventPartitions, moveLegacyEvents } from '../common/store/storage.ts';
+import { createDb } from '../platform/db.ts';
+import { migrationsDir } from '../cli/migrate.ts';
+import { daysToCreate } from '../events/partition-plan.ts';
+import { insertEventsOnce } from '../events/event-store.ts';
+import { createEventPartitions, moveLegacyEvents } from '../events/storage.ts';
 
 const ROWS = Number(process.env.BENCH_MIGRATION_EVENTS ?? 5_000_000);
 const URL_ = process.env.BENCH_MIGRATION_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_bench_migration';

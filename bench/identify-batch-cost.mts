@@ -3,14 +3,14 @@
 // 64 calls of the bench's shape, one batch at a time. Where a batch's time goes, without the
 // gateway around it; the sizes give each side's cost per batch and per call.
 import { randomBytes } from 'node:crypto';
-import { loadConfig } from '../common/config.ts';
-import { createDb, poolOf } from '../common/db.ts';
-import { callDigest } from '../common/domain/call-digest.ts';
-import { stringifyJson } from '../common/domain/json-text.ts';
-import { migrate } from '../common/migrate.ts';
-import { addressTraitsOf } from '../common/validation/identify.ts';
-import { applyIdentifyBatch } from '../common/store/identify-batch.ts';
-import { toIdentifyCall } from '../common/store/identify-plan.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createDb, poolOf } from '../platform/db.ts';
+import { callDigest } from '../identify/call-digest.ts';
+import { stringifyJson } from '../platform/json-text.ts';
+import { migrate } from '../cli/migrate.ts';
+import { addressTraitsOf } from '../identify/validation.ts';
+import { applyIdentifyBatch } from '../identify/identify-batch.ts';
+import { toIdentifyCall } from '../identify/identify-plan.ts';
 import { withCpu } from './cpu-usage.mts';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_bench';

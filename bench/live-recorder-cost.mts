@@ -4,9 +4,9 @@
 // LIVE_IDENTIFY_CALLS of the environment in one pipeline). Five rounds; the first warms up.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { identifyCallsKey } from '../common/live-keys.ts';
-import { createLogger } from '../common/logger.ts';
-import type { IdentifyCall, Plan } from '../common/store/identify-plan.ts';
+import { identifyCallsKey } from '../platform/live-keys.ts';
+import { createLogger } from '../platform/logger.ts';
+import type { IdentifyCall, Plan } from '../identify/identify-plan.ts';
 import { createLiveRecorder } from '../gateway/live/recorder.ts';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');

@@ -20,9 +20,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { loadConfig } from '../common/config.ts';
-import { createDb } from '../common/db.ts';
-import { migrate } from '../common/migrate.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createDb } from '../platform/db.ts';
+import { migrate } from '../cli/migrate.ts';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
 import { loadQueueModules, openOperator } from '../cli/operator.ts';
@@ -125,7 +125,11 @@ async function send(port: number, apiKey: string, org: string, bodies: object[],
   const one = async () => {
     while (next < bodies.length) {
       const body = JSON.stringify(bodies[next++]);
-      const res = await fetch(`http://127.0.0.1:${port}/api/track/${org}`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body });
+      const res = await fetch(`http://127.0.0.1:${port}/api/track/${org}`, {
+        method: 'POST',
+        headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+        body,
+      });
       if (res.status !== 202) throw new Error(`track: ${res.status} ${await res.text()}`);
     }
   };
@@ -149,7 +153,15 @@ async function view(port: number, path: string): Promise<{ ms: number; status: n
 
 /** The rows of the events table: [messageId, event, user, status]. */
 function rowsOf(html: string): string[][] {
-  const text = (cell: string) => cell.replace(/<[^>]*>/g, '').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&').trim();
+  const text = (cell: string) =>
+    cell
+      .replace(/<[^>]*>/g, '')
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&amp;/g, '&')
+      .trim();
   return [...html.matchAll(/<tr>(.*?)<\/tr>/g)]
     .map(([, tr]) => [...tr.matchAll(/<td[^>]*>(.*?)<\/td>/g)].map(([, td]) => text(td)))
     .filter((r) => r.length)
@@ -185,7 +197,13 @@ async function viewsScenario(): Promise<void> {
     }));
     const queuedAt = performance.now();
     await send(gateway.port, key, slug, bodies, 6);
-    await send(gateway.port, otherKey, other, [{ type: 'track', messageId: `${run}-other`, event: 'Other', anonymousId: 'anon-1', timestamp: new Date().toISOString() }], 1);
+    await send(
+      gateway.port,
+      otherKey,
+      other,
+      [{ type: 'track', messageId: `${run}-other`, event: 'Other', anonymousId: 'anon-1', timestamp: new Date().toISOString() }],
+      1,
+    );
     const counts = await operator.eventsQueue().getJobCounts('wait', 'active', 'delayed');
     const bytes = await (await operator.redis()).info('memory').then((info: string) => /used_memory:(\d+)/.exec(info)?.[1]);
     console.log(

@@ -18,9 +18,9 @@ import autocannon from 'autocannon';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
 import { loadQueueModules, openOperator } from '../cli/operator.ts';
-import { loadConfig } from '../common/config.ts';
-import { createDb } from '../common/db.ts';
-import { migrate } from '../common/migrate.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createDb } from '../platform/db.ts';
+import { migrate } from '../cli/migrate.ts';
 import { runScript, startProcess, stopProcess } from './processes.mts';
 import { soakIdentifyUsers } from './soak-identify-users.mts';
 

@@ -8,7 +8,19 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 /** What tsconfig.build.json compiles, and the settings that shape its output. */
-export const SOURCE_DIRS = ['cli', 'common', 'gateway', 'workers', 'clients/typescript/src'];
+export const SOURCE_DIRS = [
+  'cli',
+  'gateway',
+  'workers',
+  'platform',
+  'environments',
+  'profiles',
+  'privacy',
+  'events',
+  'identify',
+  'journeys',
+  'clients/typescript/src',
+];
 export const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json'];
 export const STAMP_FILE = 'build-stamp.json';
 const ENTRY = 'cli/intake';

@@ -11,7 +11,7 @@ import type { ClockMove, Org, Recorder, TrackOp } from './history.ts';
 import { answered } from './history.ts';
 import { ClientConnections } from './http-client.ts';
 import pg from 'pg';
-import { STORAGE_MAINTENANCE_LOCK } from '../common/store/storage.ts';
+import { STORAGE_MAINTENANCE_LOCK } from '../events/storage.ts';
 import { expiredLeft, offClock, queueBacklog } from './observe.ts';
 import type { Step } from './plan.ts';
 import type { Rng } from './prng.ts';

@@ -5,11 +5,11 @@
 import cluster from 'node:cluster';
 import { isMainThread } from 'node:worker_threads';
 import { setFlagsFromString } from 'node:v8';
-import { ConfigError, describeConfig, loadConfig, type Config } from '../common/config.ts';
-import { EnvFileError, loadEnvFile } from '../common/env-file.ts';
-import type { Db } from '../common/db.ts';
-import { holdLines, type Logger } from '../common/logger.ts';
-import { stringifyJson } from '../common/domain/json-text.ts';
+import { ConfigError, describeConfig, loadConfig, type Config } from '../platform/config.ts';
+import { EnvFileError, loadEnvFile } from '../platform/env-file.ts';
+import type { Db } from '../platform/db.ts';
+import { holdLines, type Logger } from '../platform/logger.ts';
+import { stringifyJson } from '../platform/json-text.ts';
 import { readArgs, route, UsageError } from './args.ts';
 import { lastLine, settingHint } from './setting-errors.ts';
 import { OperatorError, STREAMED, loadQueueModules, openOperator, type OperatorDeps } from './operator.ts';
@@ -126,7 +126,7 @@ async function runNamedProcess(command: ProcessName, config: Config): Promise<nu
   if (command !== 'migrate' && isMainThread) stopSignals = listenForStop();
   switch (command) {
     case 'migrate': {
-      const { migrate } = await import('../common/migrate.ts');
+      const { migrate } = await import('./migrate.ts');
       const result = await migrate(config.databaseUrl);
       console.log(JSON.stringify(result));
       return 0;
@@ -145,7 +145,7 @@ async function runNamedProcess(command: ProcessName, config: Config): Promise<nu
       });
     case 'dev': {
       const [{ migrate }, { startWorkers }, { startGateway }] = await Promise.all([
-        import('../common/migrate.ts'),
+        import('./migrate.ts'),
         import('../workers/main.ts'),
         import('../gateway/server.ts'),
       ]);
@@ -242,7 +242,7 @@ async function runGateway(config: Config): Promise<number> {
     const { startGateway } = await import('../gateway/server.ts');
     return runProcess(config, 'gateway', async (db, log) => [await startGateway({ config, db, log })], onGatewayThread ? signalFromMainThread() : undefined);
   }
-  const [{ createLogger }, { runGatewayPrimary }] = await Promise.all([import('../common/logger.ts'), import('../gateway/cluster/primary.ts')]);
+  const [{ createLogger }, { runGatewayPrimary }] = await Promise.all([import('../platform/logger.ts'), import('../gateway/cluster/primary.ts')]);
   const log = createLogger(config.logLevel, 'gateway-primary');
   // The primary listens for its own signals from here on: one that came before stops it here.
   if (stopSignals?.received()) return 0;
@@ -298,7 +298,7 @@ async function runProcess(
   start: (db: Db, log: Logger) => Promise<{ close(): Promise<void> }[]>,
   stopped?: Promise<string>,
 ): Promise<number> {
-  const [{ createLogger }, { createDb }] = await Promise.all([import('../common/logger.ts'), import('../common/db.ts')]);
+  const [{ createLogger }, { createDb }] = await Promise.all([import('../platform/logger.ts'), import('../platform/db.ts')]);
   const log = createLogger(config.logLevel, name);
   const db = createDb(config, log);
   const parts = await start(db, log);
@@ -336,7 +336,7 @@ async function runOperator(config: Config, run: Operator, argv: string[], queues
   // three queries optimizing that code (TurboFan), worth it in a gateway, not here: baseline
   // code only (Liftoff). The flag applies to modules compiled after it, so before Prisma loads.
   setFlagsFromString('--liftoff-only');
-  const { createDb } = await import('../common/db.ts');
+  const { createDb } = await import('../platform/db.ts');
   const operator = openOperator(config, createDb(config), queues ? await loadQueueModules() : undefined);
   try {
     const out = await run(operator, argv);

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import type { Config } from '../common/config.ts';
-import type { Db } from '../common/db.ts';
-import { authCacheChannels, suppressionChannels } from '../common/queue-keys.ts';
-import type { DeadLetterJob, EventBatchJob, ServiceEventJob } from '../common/queues.ts';
-import type { Cluster, Redis } from '../common/redis.ts';
-import { TimeoutError, withTimeout } from '../common/with-timeout.ts';
+import type { Config } from '../platform/config.ts';
+import type { Db } from '../platform/db.ts';
+import { authCacheChannels, suppressionChannels } from '../platform/queue-keys.ts';
+import type { DeadLetterJob, EventBatchJob, ServiceEventJob } from '../platform/queues.ts';
+import type { Cluster, Redis } from '../platform/redis.ts';
+import { TimeoutError, withTimeout } from '../platform/with-timeout.ts';
 
 /** What operator commands work with; built once in cli/intake.ts. */
 export interface OperatorDeps {
@@ -74,16 +74,16 @@ export async function findLiveEnvironment(db: Db, orgSlug: string, pathValue: st
   return found;
 }
 
-type RedisModule = typeof import('../common/redis.ts');
+type RedisModule = typeof import('../platform/redis.ts');
 /** What operator commands that read the queues need: BullMQ's queues and Redis connections. */
-export type QueueModules = typeof import('../common/queues.ts') & RedisModule;
+export type QueueModules = typeof import('../platform/queues.ts') & RedisModule;
 
 /**
  * BullMQ takes about 0.3 s to load, ioredis about 0.1 s, and most commands read PostgreSQL
  * only: they are imported by the commands that use them.
  */
 export async function loadQueueModules(): Promise<QueueModules> {
-  const [queues, redis] = await Promise.all([import('../common/queues.ts'), import('../common/redis.ts')]);
+  const [queues, redis] = await Promise.all([import('../platform/queues.ts'), import('../platform/redis.ts')]);
   return { ...queues, ...redis };
 }
 
@@ -107,12 +107,12 @@ export function openOperator(config: Config, db: Db, queues?: QueueModules): Ope
     config,
     db,
     async invalidateAuthCaches(change) {
-      redisModule ??= await import('../common/redis.ts');
+      redisModule ??= await import('../platform/redis.ts');
       const problem = await invalidateEverywhere(connect(), authCacheChannels(config), ACK_TIMEOUT_MS);
       if (problem) throw new OperatorError(notNotified(change, problem, config));
     },
     async invalidateSuppressions(change) {
-      redisModule ??= await import('../common/redis.ts');
+      redisModule ??= await import('../platform/redis.ts');
       const problem = await invalidateEverywhere(connect(), suppressionChannels(config), ACK_TIMEOUT_MS);
       if (problem) {
         const within = `${Math.ceil(config.suppressionRefreshMs / 1000)} s`;
@@ -123,7 +123,7 @@ export function openOperator(config: Config, db: Db, queues?: QueueModules): Ope
       }
     },
     async redis() {
-      redisModule ??= await import('../common/redis.ts');
+      redisModule ??= await import('../platform/redis.ts');
       return connect();
     },
     eventsQueues,

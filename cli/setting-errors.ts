@@ -1,8 +1,8 @@
 // An error that comes from a setting names the setting: "cannot reach PostgreSQL" is only useful
 // with the DATABASE_URL it tried (and whether that came from .env), and "database does not
 // exist" with what creates it. Pure: an error and the configuration in, one line (or null) out.
-import type { Config } from '../common/config.ts';
-import { redisErrorCode } from '../common/redis-memory.ts';
+import type { Config } from '../platform/config.ts';
+import { redisErrorCode } from '../platform/redis-memory.ts';
 
 interface Cause {
   kind?: unknown;

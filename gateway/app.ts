@@ -1,8 +1,8 @@
 import Koa from 'koa';
-import type { Logger } from '../common/logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { notFound } from './middleware/not-found.ts';
 import { requestLog, type ObserveRequest } from './middleware/request-log.ts';
-import type { TrustedClock } from '../common/trusted-clock.ts';
+import type { TrustedClock } from '../platform/trusted-clock.ts';
 import { respondErrors } from './middleware/respond-errors.ts';
 import { createRouter, type GatewayDeps } from './routes.ts';
 import type { IngestState } from './state.ts';

@@ -18,10 +18,10 @@
 // so an answer that changed during the outage (a revocation this gateway did not hear) takes
 // effect within about a second of PostgreSQL answering. A key with no entry needs PostgreSQL:
 // while it is away such a request gets the spec's temporary 500.
-import type { Db } from '../common/db.ts';
-import type { Logger } from '../common/logger.ts';
-import type { Redis } from '../common/redis.ts';
-import { findKeyByHash, type KeyRecord } from '../common/store/environments.ts';
+import type { Db } from '../platform/db.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { Redis } from '../platform/redis.ts';
+import { findKeyByHash, type KeyRecord } from '../environments/environment-store.ts';
 import { KeyCache } from './key-cache.ts';
 
 export interface AuthCache {

@@ -14,10 +14,10 @@ export class ApiError extends Error {
   }
 }
 
-export type { Issue as IdentifyIssue } from '../common/validation/issues.ts';
-import type { Issue as IdentifyIssue } from '../common/validation/issues.ts';
-import type { JsonText } from '../common/domain/json-text.ts';
-import { TOO_FAR_AHEAD_MESSAGE } from '../common/domain/future-bound.ts';
+export type { Issue as IdentifyIssue } from '../platform/validation/issues.ts';
+import type { Issue as IdentifyIssue } from '../platform/validation/issues.ts';
+import type { JsonText } from '../platform/json-text.ts';
+import { TOO_FAR_AHEAD_MESSAGE } from '../events/future-bound.ts';
 
 export const MESSAGES = {
   invalidOrgSlug: 'Invalid org slug',

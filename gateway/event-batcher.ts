@@ -4,9 +4,9 @@
 // worker's fetch and completion scripts) is paid per batch, not per event. The job is stored
 // whole or not at all, and each request is answered (202 or 503) by its own batch's outcome.
 // No per-event job id: a messageId's row in event_ids makes a repeat one event.
-// While Redis is full (common/redis-memory.ts) an event is refused before it joins a batch.
+// While Redis is full (platform/redis-memory.ts) an event is refused before it joins a batch.
 // Batches take the partitions in the rotation (QUEUE_PARTITIONS of them; one by default) in turn
-// (common/domain/partition-health.ts). A batch whose partition cannot take it (its master failing
+// (platform/partition-health.ts). A batch whose partition cannot take it (its master failing
 // over or away, replicas not confirming, no answer within the partition's share of the bound)
 // takes that partition out of the rotation and goes to the next one within the same bound: a
 // batch written twice is harmless, event_ids makes each event one row. A partition out of the
@@ -26,14 +26,14 @@ import {
   type HealthRules,
   type PartitionHealth,
   type Rotation,
-} from '../common/domain/partition-health.ts';
-import type { Logger } from '../common/logger.ts';
-import { ReplicaAckError, withReplicaAcks } from '../common/replica-ack.ts';
-import type { Redis } from '../common/redis.ts';
-import { createMicroBatch } from '../common/micro-batch.ts';
-import { eventBatchName, type EventBatchJob, type QueuedEvent } from '../common/queues.ts';
-import { estimatedJobBytes, isOomError, redisErrorCode, type RedisMemory } from '../common/redis-memory.ts';
-import { TimeoutError, withTimeout } from '../common/with-timeout.ts';
+} from '../platform/partition-health.ts';
+import type { Logger } from '../platform/logger.ts';
+import { ReplicaAckError, withReplicaAcks } from '../platform/replica-ack.ts';
+import type { Redis } from '../platform/redis.ts';
+import { createMicroBatch } from '../platform/micro-batch.ts';
+import { eventBatchName, type EventBatchJob, type QueuedEvent } from '../platform/queues.ts';
+import { estimatedJobBytes, isOomError, redisErrorCode, type RedisMemory } from '../platform/redis-memory.ts';
+import { TimeoutError, withTimeout } from '../platform/with-timeout.ts';
 
 export interface EventBatcher {
   /** Resolves once the event's batch job is stored in Redis; rejects if Redis is full, no partition is in the rotation, or the add failed or timed out. */
@@ -76,7 +76,7 @@ export interface BatcherOptions {
   replicaAcks?: { replicas: number; connection: Redis };
   /** Told when a partition leaves the rotation and when it comes back. */
   log?: Pick<Logger, 'warn' | 'info'>;
-  /** When partitions out of the rotation are probed (common/domain/partition-health.ts). */
+  /** When partitions out of the rotation are probed (platform/partition-health.ts). */
   healthRules?: HealthRules;
 }
 
@@ -155,7 +155,7 @@ export function createEventBatcher(partitions: Queue<EventBatchJob> | Queue<Even
     probes[p].unref();
   }
 
-  /** The ioredis connection intake gave its queues (common/queues.ts), which BullMQ types as its own adapter. */
+  /** The ioredis connection intake gave its queues (platform/queues.ts), which BullMQ types as its own adapter. */
   const clientOf = async (queue: Queue<EventBatchJob>) => (await queue.client) as unknown as Redis;
 
   /**

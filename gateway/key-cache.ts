@@ -3,9 +3,9 @@
 // those that do not (unknown, revoked) are kept apart, each least recently used first within
 // its own share of KEY_CACHE_MB: random keys sent by anyone can push out only other such
 // keys, never a customer's valid one.
-import { arrayBytes, asciiBytes, MAP_ENTRY_BYTES, NUMBER_BYTES, objectBytes, stringBytes } from '../common/heap-size.ts';
-import { Lru } from '../common/lru.ts';
-import type { KeyRecord } from '../common/store/environments.ts';
+import { arrayBytes, asciiBytes, MAP_ENTRY_BYTES, NUMBER_BYTES, objectBytes, stringBytes } from '../platform/heap-size.ts';
+import { Lru } from '../platform/lru.ts';
+import type { KeyRecord } from '../environments/environment-store.ts';
 
 export interface KeyEntry {
   record: KeyRecord | null;

@@ -1,15 +1,15 @@
 import Router from '@koa/router';
-import type { Config } from '../common/config.ts';
-import type { Db } from '../common/db.ts';
-import type { Redis } from '../common/redis.ts';
-import type { RedisMemory } from '../common/redis-memory.ts';
+import type { Config } from '../platform/config.ts';
+import type { Db } from '../platform/db.ts';
+import type { Redis } from '../platform/redis.ts';
+import type { RedisMemory } from '../platform/redis-memory.ts';
 import type { AuthCache } from './auth-cache.ts';
 import type { Suppressions } from './suppressions.ts';
 import { suppressedIdentify, suppressedTrack } from './middleware/suppressed.ts';
 import type { EventBatcher } from './event-batcher.ts';
-import type { ProfileReader } from './profile-reader.ts';
-import type { JsonWork } from '../common/json-pool.ts';
-import { notJsonIssues } from '../common/validation/identify.ts';
+import type { ProfileReader } from '../profiles/profile-reader.ts';
+import type { JsonWork } from '../platform/json-pool.ts';
+import { notJsonIssues } from '../identify/validation.ts';
 import { bodyTooLarge, identifyInvalid, invalidJson, trackTooLarge } from './errors.ts';
 import { healthz, metrics, readyz } from './handlers/health.ts';
 import { identify, type IdentifyBatcher } from './handlers/identify.ts';
@@ -45,7 +45,7 @@ export interface GatewayDeps {
   admission: Admission;
   /** Cuts uploads that arrive too slowly (upload-watch.ts). */
   uploadWatch: UploadWatch;
-  /** Where JSON work of a large body runs: off the event loop (common/json-pool.ts). */
+  /** Where JSON work of a large body runs: off the event loop (platform/json-pool.ts). */
   json: JsonWork;
 }
 

@@ -1,28 +1,29 @@
 import http from 'node:http';
 import { resourceLimits } from 'node:worker_threads';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import type { Config } from '../common/config.ts';
-import { createJsonPool } from '../common/json-pool.ts';
-import { drain, listen } from '../common/listen.ts';
-import { poolOf, type Db } from '../common/db.ts';
-import type { Logger } from '../common/logger.ts';
-import { allPartitions, authCacheChannels, closeQueues, createEventsQueues } from '../common/queues.ts';
-import { createRedis } from '../common/redis.ts';
-import { memorySource, watchRedisMemory } from '../common/redis-memory.ts';
+import type { Config } from '../platform/config.ts';
+import { createJsonPool } from '../platform/json-pool.ts';
+import { JSON_TASKS } from './json-tasks.ts';
+import { drain, listen } from '../platform/listen.ts';
+import { poolOf, type Db } from '../platform/db.ts';
+import type { Logger } from '../platform/logger.ts';
+import { allPartitions, authCacheChannels, closeQueues, createEventsQueues } from '../platform/queues.ts';
+import { createRedis } from '../platform/redis.ts';
+import { memorySource, watchRedisMemory } from '../platform/redis-memory.ts';
 import { createApp } from './app.ts';
 import { createAuthCache } from './auth-cache.ts';
 import { createSuppressions } from './suppressions.ts';
-import { suppressionChannels } from '../common/queue-keys.ts';
+import { suppressionChannels } from '../platform/queue-keys.ts';
 import { answerInJson } from './client-error.ts';
 import { createEventBatcher } from './event-batcher.ts';
 import { createIdentifyBatcher } from './handlers/identify.ts';
-import { createProfileReader } from './profile-reader.ts';
-import { createReadRoute } from '../common/read-replica.ts';
+import { createProfileReader } from '../profiles/profile-reader.ts';
+import { createReadRoute } from '../platform/read-replica.ts';
 import { createGatewayMetrics } from './metrics/gateway-metrics.ts';
 import { createAdmission } from './admission.ts';
 import { createUploadWatch } from './upload-watch.ts';
 import { createLiveRecorder } from './live/recorder.ts';
-import { createTrustedClock } from '../common/trusted-clock.ts';
+import { createTrustedClock } from '../platform/trusted-clock.ts';
 import type { ClusterMember } from './cluster/member.ts';
 
 export interface Gateway {
@@ -98,7 +99,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
     counter: metrics.suppressed,
     log,
   });
-  const json = createJsonPool({ threads: deps.cluster?.jsonThreads });
+  const json = createJsonPool(JSON_TASKS, { threads: deps.cluster?.jsonThreads });
   // The dashboard's live view: Identify calls and the answers' rates, written to Redis off the request path.
   const live = createLiveRecorder({ config, redis, requestTotals: metrics.requestTotals, log });
   const identifyBatcher = createIdentifyBatcher(poolOf(db), json, {

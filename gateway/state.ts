@@ -1,6 +1,6 @@
-import type { BoundEnvironment } from '../common/store/environments.ts';
-import type { IdentifyInput } from '../common/validation/identify.ts';
-import type { TrackHeader } from '../common/json-tasks.ts';
+import type { BoundEnvironment } from '../environments/environment-store.ts';
+import type { IdentifyInput } from '../identify/validation.ts';
+import type { TrackHeader } from '../events/track.ts';
 
 /** Per-request state; each middleware of the check chain fills one field, in order. */
 export interface IngestState {

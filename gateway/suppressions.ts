@@ -8,7 +8,7 @@
 // and the command waits for every ack (cli/operator.ts). So once the command succeeds, every
 // gateway drops the user's calls. A gateway that missed the message (its subscription was
 // down) reads the set again when the subscription is back and every SUPPRESSION_REFRESH_MS.
-// Workers and Identify's transaction check PostgreSQL as well (common/store/suppression.ts),
+// Workers and Identify's transaction check PostgreSQL as well (privacy/suppression.ts),
 // so a call this set lets through while stale is still not stored; this set spares the queue
 // and answers without waiting on the database.
 //
@@ -18,13 +18,14 @@
 // (one statement for all users), off the request path; what a failed write held is tried again.
 import type pg from 'pg';
 import type { Counter } from 'prom-client';
-import { hasId } from '../common/domain/ids.ts';
-import type { Logger } from '../common/logger.ts';
-import type { Redis } from '../common/redis.ts';
-import { dropReason } from '../common/domain/privacy.ts';
-import { userHashOf } from '../common/store/person.ts';
-import { storedHashHex } from '../common/domain/identity-hash.ts';
-import { addDropped, loadSuppressions, type DroppedCall } from '../common/store/suppression.ts';
+import { hasId } from '../profiles/ids.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { Redis } from '../platform/redis.ts';
+import { dropReason } from '../privacy/rules.ts';
+import { userHashOf } from '../profiles/person.ts';
+import { storedHashHex } from '../platform/identity-hash.ts';
+import type { DroppedCall } from '../identify/dropped-calls.ts';
+import { addDropped, loadSuppressions } from '../privacy/suppression.ts';
 
 export type SuppressedApi = 'identify' | 'track';
 

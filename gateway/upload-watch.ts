@@ -1,12 +1,12 @@
 // The bodies being read right now that had not arrived when the checks before them finished,
-// checked on one interval for being too slow (common/domain/upload-pace.ts). Nearly every body
+// checked on one interval for being too slow (gateway/upload-pace.ts). Nearly every body
 // is one for a moment (Node's parser hands the headers over before the body, even from one
 // packet), so registering costs next to nothing: one timer for the gateway rather than one per
 // request, an array with swap-remove rather than a Set (a fresh object's add and delete cost
 // ~0.7 µs here: an identity hash and a table that shrinks), and no clock read per request. A
 // body's reading counts from the first check that sees it, which is at most one interval after
 // it began: a body is never cut before its allowance, and at most two intervals after it.
-import { uploadOverdue, type UploadPace } from '../common/domain/upload-pace.ts';
+import { uploadOverdue, type UploadPace } from './upload-pace.ts';
 
 /** One body being read. */
 export interface Upload {

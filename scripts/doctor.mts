@@ -15,8 +15,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { LIBFAKETIME } from '../chaos/clock.ts';
-import { ConfigError, loadConfig, type Config } from '../common/config.ts';
-import { loadEnvFile } from '../common/env-file.ts';
+import { ConfigError, loadConfig, type Config } from '../platform/config.ts';
+import { loadEnvFile } from '../platform/env-file.ts';
 import { describe, detectAbility, onPath, plan, PACKAGES, type AptPackage, type Remedy } from './provision.mts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -145,7 +145,7 @@ export interface ServicePort {
 
 /**
  * Every port of `npm start` (`intake dev`), on the address its process binds: the gateway and
- * the worker's metrics on HOST (common/config.ts), the dashboard on DASHBOARD_HOST
+ * the worker's metrics on HOST (platform/config.ts), the dashboard on DASHBOARD_HOST
  * (gateway/dashboard.ts), loopback by default. A port checked on another address than the one
  * bound can look free while it is not, or taken while it is free. What each tolerates is what
  * cli/intake.ts (the dashboard in `dev`) and workers/metrics.ts do.

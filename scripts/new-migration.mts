@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { migrationsDir, schemaDiffSql } from '../common/migrate.ts';
+import { migrationsDir, schemaDiffSql } from '../cli/migrate.ts';
 
 const args = process.argv.slice(2);
 const fromIndex = args.indexOf('--from');

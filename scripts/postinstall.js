@@ -3,7 +3,7 @@
 // Not under `npx intake` / `npm exec intake` (npm_command is then 'exec'): run in a folder whose
 // package.json has the `intake` bin, npm exec installs that folder into its cache as a link and
 // runs this script in the folder itself, a checkout that `npm ci` has already set up. Running it
-// there would delete and rewrite common/generated/prisma and dist/ under a service started from
+// there would delete and rewrite platform/generated/prisma and dist/ under a service started from
 // them (`npm start` in another shell), so a process starting meanwhile fails with ENOENT.
 import { spawnSync } from 'node:child_process';
 

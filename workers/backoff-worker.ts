@@ -12,7 +12,7 @@
 // worker's errors while Redis is full and fails if a new version stops going through it.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isNotConnectionError, Worker, type Job, type Processor, type RedisClient, type WorkerOptions } from 'bullmq';
-import { backoffMs } from '../common/backoff.ts';
+import { backoffMs } from '../platform/backoff.ts';
 
 const FIRST_WAIT_MS = 100;
 export const MAX_FETCH_WAIT_MS = 5000;

@@ -3,11 +3,11 @@
 // from the dashboard or with `intake events retry`; a retried job runs its event through the
 // worker's store again. BullMQ cannot add a job as failed, so a job's first run parks it.
 import { UnrecoverableError, type Queue } from 'bullmq';
-import type { Config } from '../common/config.ts';
-import type { Logger } from '../common/logger.ts';
-import { DEAD_LETTER_QUEUE, jobIdFor, type DeadLetterJob, type QueuedEvent } from '../common/queues.ts';
-import type { Redis } from '../common/redis.ts';
-import { withTimeout } from '../common/with-timeout.ts';
+import type { Config } from '../platform/config.ts';
+import type { Logger } from '../platform/logger.ts';
+import { DEAD_LETTER_QUEUE, jobIdFor, type DeadLetterJob, type QueuedEvent } from '../platform/queues.ts';
+import type { Redis } from '../platform/redis.ts';
+import { withTimeout } from '../platform/with-timeout.ts';
 import { BackoffWorker } from './backoff-worker.ts';
 import type { Refused } from './persist-event.ts';
 

@@ -1,8 +1,7 @@
-import { UnrecoverableError, type Job } from 'bullmq';
-import type { Config } from '../common/config.ts';
-import { createLockPool, dbErrorMessage, poolOf, type Db } from '../common/db.ts';
-import { createTrustedClock } from '../common/trusted-clock.ts';
-import type { Logger } from '../common/logger.ts';
+import type { Config } from '../platform/config.ts';
+import { createLockPool, poolOf, type Db } from '../platform/db.ts';
+import { createTrustedClock } from '../platform/trusted-clock.ts';
+import type { Logger } from '../platform/logger.ts';
 import {
   DEAD_LETTER_QUEUE,
   EVENTS_QUEUE,
@@ -12,25 +11,24 @@ import {
   createDeadLetterQueue,
   createEventsQueues,
   createServiceEventsQueue,
-  type EventBatchJob,
-  type QueuedEvent,
   type ServiceEventJob,
-} from '../common/queues.ts';
-import { createRedis } from '../common/redis.ts';
-import { isOomError, memorySource, watchRedisMemory } from '../common/redis-memory.ts';
-import { throttleWarnings } from '../common/warn-throttle.ts';
-import { readiness } from '../common/with-timeout.ts';
-import { SERVICE_EVENTS } from '../common/store/outbox.ts';
+} from '../platform/queues.ts';
+import { createRedis } from '../platform/redis.ts';
+import { isOomError, memorySource, watchRedisMemory } from '../platform/redis-memory.ts';
+import { throttleWarnings } from '../platform/warn-throttle.ts';
+import { readiness } from '../platform/with-timeout.ts';
+import { SERVICE_EVENTS } from '../identify/outbox.ts';
 import { BackoffWorker } from './backoff-worker.ts';
 import { startDeadLetters } from './dead-letter.ts';
 import { startJourneyTimers } from './journey-timers.ts';
 import { createWorkerMetrics, serveWorkerMetrics } from './metrics.ts';
-import { createJourneyEngine } from './journeys.ts';
+import { createJourneyEngine } from '../journeys/engine.ts';
 import { startOutboxRelay } from './outbox-relay.ts';
 import { createWatermark, oldestQueuedReceipt } from './watermark.ts';
-import { createEventPersister, recordBatchFailed, type Refused } from './persist-event.ts';
+import { createEventPersister } from './persist-event.ts';
+import { startEventWorkers } from './events-worker.ts';
 import { startStorageMaintenance } from './storage-maintenance.ts';
-import { createErasureGuard } from '../common/store/erasure.ts';
+import { createErasureGuard } from '../events/erasure-guard.ts';
 
 export interface Workers {
   /** Where GET /metrics is served (null when WORKER_METRICS_PORT was taken). */
@@ -98,116 +96,7 @@ export async function startWorkers(deps: { config: Config; db: Db; log: Logger }
     log,
   });
 
-  /**
-   * One debug line per event of a batch job, naming its messageId: what an operator greps for.
-   * Off at the default level, where a line per event would be as many lines as Track calls.
-   */
-  function logEachEvent(jobId: string | undefined, events: readonly QueuedEvent[], msg: string) {
-    if (!log.isLevelEnabled('debug')) return;
-    for (const e of events) log.debug({ queue: EVENTS_QUEUE, jobId, environmentId: e.environmentId, messageId: e.messageId }, msg);
-  }
-
-  /** Refused events are dead-lettered before their batch completes (a failure here fails the batch, which runs again). */
-  async function toDeadLetters(jobId: string | undefined, refused: Refused[]) {
-    if (!refused.length) return;
-    await deadLettered.add(refused);
-    counted.failed.inc(refused.length);
-    for (const { event, error } of refused) {
-      log.error(
-        { queue: EVENTS_QUEUE, jobId, environmentId: event.environmentId, messageId: event.messageId, err: error },
-        'event refused by PostgreSQL for its data: recorded failed and sent to the dead-letter queue',
-      );
-    }
-  }
-
-  /** One worker per partition of the events queue; together they take the configured concurrency. */
-  const perPartition = Math.ceil(config.workerConcurrency / eventsQueues.length);
-  const processBatch = async (job: Job<EventBatchJob>) => {
-    const started = performance.now();
-    const list = job.data?.events;
-    if (!Array.isArray(list)) throw new UnrecoverableError('not a batch of events');
-    const refused = await persist(list);
-    await toDeadLetters(job.id, refused);
-    const now = Date.now();
-    let oldest = now;
-    // Received to stored: refused events went to the dead-letter queue instead.
-    const notStored = refused.length ? new Set(refused.map((r) => r.event)) : null;
-    for (const e of list) {
-      if (!notStored?.has(e)) metrics.storedLag.observe((now - e.receivedAt) / 1000);
-      if (e.receivedAt < oldest) oldest = e.receivedAt;
-    }
-    counted.stored.inc(list.length - refused.length);
-    counted.completed.inc();
-    metrics.batchEvents.observe(list.length);
-    log.info(
-      {
-        queue: EVENTS_QUEUE,
-        jobId: job.id,
-        events: list.length,
-        refused: refused.length,
-        attempt: job.attemptsMade + 1,
-        ms: Math.round(performance.now() - started),
-        lagMs: now - oldest,
-      },
-      'event batch persisted',
-    );
-    const refusedEvents = new Set(refused.map((r) => r.event));
-    logEachEvent(
-      job.id,
-      list.filter((e) => !refusedEvents.has(e)),
-      'event persisted',
-    );
-  };
-  const eventWorkers = eventsQueues.map((queue) => {
-    const worker = new BackoffWorker<EventBatchJob>(queue.name, processBatch, {
-      connection,
-      prefix: config.queuePrefix,
-      concurrency: perPartition,
-      // A killed worker's jobs return to the queue after the lock lapses; a kill is not a
-      // reason to fail an event, so allow several stalls before BullMQ gives up on a job.
-      lockDuration: config.workerLockMs,
-      stalledInterval: Math.max(1000, Math.floor(config.workerLockMs / 2)),
-      maxStalledCount: 10,
-    });
-    worker.on('error', warnOn('events worker'));
-    worker.on('failed', (job, err) => void onFailed(job, err));
-    return worker;
-  });
-
-  /**
-   * A failed attempt is retried with backoff. After the last one, never silently: every event of
-   * the batch is counted and logged as failed, recorded with status `failed` where PostgreSQL
-   * answers, and sent to the dead-letter queue; the batch job itself stays in Redis too.
-   */
-  async function onFailed(job: Job<EventBatchJob> | undefined, err: Error) {
-    if (!job) return;
-    const list = Array.isArray(job.data?.events) ? job.data.events : [];
-    const final = job.attemptsMade >= (job.opts.attempts ?? 1) || err.name === 'UnrecoverableError';
-    metrics.batches.inc({ outcome: final ? 'failed' : 'retried' });
-    if (!final) {
-      counted.retried.inc(list.length);
-      log.warn({ queue: EVENTS_QUEUE, jobId: job.id, events: list.length, attempt: job.attemptsMade, err: err.message }, 'event batch failed; retrying');
-      logEachEvent(job.id, list, 'event in a failed batch; retrying');
-      return;
-    }
-    counted.failed.inc(list.length);
-    log.error(
-      { queue: EVENTS_QUEUE, jobId: job.id, events: list.length, attempt: job.attemptsMade, err: err.message },
-      'event batch failed for good: its events go to the dead-letter queue',
-    );
-    // Each event failed: one line each, so a grep for a messageId finds why.
-    for (const e of list) {
-      log.error(
-        { queue: EVENTS_QUEUE, jobId: job.id, environmentId: e.environmentId, messageId: e.messageId, err: err.message },
-        'event failed for good (its batch ran out of attempts): recorded failed and sent to the dead-letter queue',
-      );
-    }
-    const error = dbErrorMessage(err);
-    if (!(await recordBatchFailed(db, list, error, time))) log.error({ jobId: job.id }, 'could not record the failed events in PostgreSQL');
-    await deadLettered
-      .add(list.map((event) => ({ event, error })))
-      .catch((e: Error) => log.error({ jobId: job.id, err: e.message }, 'could not dead-letter the failed batch; it stays failed in the events queue'));
-  }
+  const eventWorkers = startEventWorkers({ config, db, log, connection, queues: eventsQueues, persist, deadLettered, metrics, counted, time, warnOn });
 
   // Service events relayed from the outbox: profile changes can start attribute-triggered
   // journeys; consent changes are read when a send step runs, so they need nothing here.

@@ -8,15 +8,15 @@
 import http from 'node:http';
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { SendVerdict } from '../common/domain/send-gate.ts';
+import type { SendVerdict } from '../journeys/send-gate.ts';
 import type { StorageFigures } from './storage-maintenance.ts';
-import { listen } from '../common/listen.ts';
-import type { Logger } from '../common/logger.ts';
-import { registerQueueDepth } from '../common/queue-depth.ts';
-import { EVENTS_QUEUE } from '../common/queues.ts';
-import { registerRedisMemory } from '../common/redis-memory-gauges.ts';
-import type { RedisMemory } from '../common/redis-memory.ts';
-import { withTimeout, type Readiness } from '../common/with-timeout.ts';
+import { listen } from '../platform/listen.ts';
+import type { Logger } from '../platform/logger.ts';
+import { registerQueueDepth } from '../platform/queue-depth.ts';
+import { EVENTS_QUEUE } from '../platform/queues.ts';
+import { registerRedisMemory } from '../platform/redis-memory-gauges.ts';
+import type { RedisMemory } from '../platform/redis-memory.ts';
+import { withTimeout, type Readiness } from '../platform/with-timeout.ts';
 
 /** `intake_worker_events_total{outcome}`. */
 export const EVENT_OUTCOMES = ['stored', 'retried', 'failed', 'dropped'] as const;
@@ -34,7 +34,7 @@ export interface WorkerMetricsDeps {
   queues: Record<string, Pick<Queue, 'getJobCounts'>>;
   /** Receipt time of the oldest event waiting in the events queue or being stored, null when none (workers/watermark.ts). */
   oldestQueuedReceipt: () => Promise<number | null>;
-  /** Redis's memory, as last read (common/redis-memory.ts); absent: no intake_redis_* series. */
+  /** Redis's memory, as last read (platform/redis-memory.ts); absent: no intake_redis_* series. */
   memory?: Pick<RedisMemory, 'reading' | 'full'>;
 }
 

@@ -4,14 +4,14 @@
 // in the outbox: the room left above the high-water mark is for the workers to drain the queue.
 import pg from 'pg';
 import type { Queue } from 'bullmq';
-import type { Config } from '../common/config.ts';
-import type { Db } from '../common/db.ts';
-import type { Logger } from '../common/logger.ts';
-import type { ServiceEventJob } from '../common/queues.ts';
-import type { RedisMemory } from '../common/redis-memory.ts';
-import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow } from '../common/store/outbox.ts';
-import { startPollLoop } from '../common/poll-loop.ts';
-import { withTimeout } from '../common/with-timeout.ts';
+import type { Config } from '../platform/config.ts';
+import type { Db } from '../platform/db.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { ServiceEventJob } from '../platform/queues.ts';
+import type { RedisMemory } from '../platform/redis-memory.ts';
+import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow } from '../identify/outbox.ts';
+import { startPollLoop } from '../platform/poll-loop.ts';
+import { withTimeout } from '../platform/with-timeout.ts';
 
 const BATCH = 500;
 const POLL_MS = 1000;

@@ -3,17 +3,17 @@
 // journey engine as a batch, and each job completes only after both are committed. A repeat
 // (redelivery after a crash, a stalled job run twice, a duplicate anywhere) stores nothing:
 // the messageId's row in event_ids decides.
-import type { Db } from '../common/db.ts';
-import { dbErrorMessage, poolOf, splitOnRefusal } from '../common/db.ts';
-import { journeyEligibility } from '../common/domain/journey-limits.ts';
-import { createMicroBatch } from '../common/micro-batch.ts';
-import type { QueuedEvent } from '../common/queues.ts';
-import type { ErasureGuard } from '../common/store/erasure.ts';
-import { insertEventsOnce, isMissingPartition, type EventRow, type EventStatus, type IdentityWindow } from '../common/store/events.ts';
-import { createEventPartitions } from '../common/store/storage.ts';
-import { clampedReceipt, utcDay } from '../common/domain/partition-plan.ts';
-import type { TrackEvent } from '../common/validation/track.ts';
-import type { JourneyEngine } from './journeys.ts';
+import type { Db } from '../platform/db.ts';
+import { dbErrorMessage, poolOf, splitOnRefusal } from '../platform/db.ts';
+import { journeyEligibility } from '../events/journey-limits.ts';
+import { createMicroBatch } from '../platform/micro-batch.ts';
+import type { QueuedEvent } from '../platform/queues.ts';
+import type { ErasureGuard } from '../events/erasure-guard.ts';
+import { insertEventsOnce, isMissingPartition, type EventRow, type EventStatus, type IdentityWindow } from '../events/event-store.ts';
+import { createEventPartitions } from '../events/storage.ts';
+import { clampedReceipt, utcDay } from '../events/partition-plan.ts';
+import type { TrackEvent } from '../events/track.ts';
+import type { JourneyEngine } from '../journeys/engine.ts';
 
 /** An event PostgreSQL (or the worker) refused for its data, with the reason. */
 export interface Refused {
@@ -61,7 +61,7 @@ export async function persistEvent(
 
 /**
  * What the store judges time by: the retention (a messageId whose first copy's day is past it is
- * a new event, events.ts) and the trusted clock (common/trusted-clock.ts), against which a
+ * a new event, events/event-store.ts) and the trusted clock (platform/trusted-clock.ts), against which a
  * receipt is clamped before its day's partition may be made.
  */
 export interface StoreTime extends IdentityWindow {
@@ -91,7 +91,7 @@ export function createEventPersister(
     waitMs: number;
     time: StoreTime;
     onStatement?: (rows: number) => void;
-    /** Holds the erasure lock while a batch is stored, and drops erased and suppressed users' events (common/store/erasure.ts). */
+    /** Holds the erasure lock while a batch is stored, and drops erased and suppressed users' events (events/erasure-guard.ts). */
     guard: ErasureGuard;
     /** Events an erasure or a suppression dropped (stored nowhere). */
     onDropped?: (rows: EventRow[]) => void;

@@ -6,12 +6,12 @@
 // of them (an advisory lock held by one connection, tried, never waited for); every worker reads the
 // storage figures for its metrics, whoever ran the round.
 import type pg from 'pg';
-import type { Config } from '../common/config.ts';
-import { historyRemovalHorizon } from '../common/domain/history-retention.ts';
-import { DAY_MS, daysAhead, daysPastRetention, daysToCreate } from '../common/domain/partition-plan.ts';
-import type { Logger } from '../common/logger.ts';
-import type { TrustedClock } from '../common/trusted-clock.ts';
-import { startPollLoop, type PollLoop } from '../common/poll-loop.ts';
+import type { Config } from '../platform/config.ts';
+import { historyRemovalHorizon } from '../identify/history-retention.ts';
+import { DAY_MS, daysAhead, daysPastRetention, daysToCreate } from '../events/partition-plan.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { TrustedClock } from '../platform/trusted-clock.ts';
+import { startPollLoop, type PollLoop } from '../platform/poll-loop.ts';
 import {
   createEventPartitions,
   dropEventPartition,
@@ -25,7 +25,7 @@ import {
   tableBytes,
   type ClaimsCursor,
   type DropTiming,
-} from '../common/store/storage.ts';
+} from '../events/storage.ts';
 
 export interface StorageFigures {
   partitions: number;
@@ -183,7 +183,7 @@ export function startStorageMaintenance(deps: {
   log: Logger;
   onFigures: (figures: StorageFigures) => void;
   onRound: (outcome: 'completed' | 'failed') => void;
-  /** The trusted clock (common/trusted-clock.ts): which days are ahead or past retention is read on the database's clock. */
+  /** The trusted clock (platform/trusted-clock.ts): which days are ahead or past retention is read on the database's clock. */
   clock: Pick<TrustedClock, 'now'>;
 }): PollLoop {
   const { pool, config, log } = deps;

@@ -7,7 +7,7 @@
 // few milliseconds between a request's receipt and its job's timestamp. Jobs waiting for a
 // retry (delayed) are not waited for: a retried event lands late, as it would anyway.
 import type { Queue } from 'bullmq';
-import type { Redis } from '../common/redis.ts';
+import type { Redis } from '../platform/redis.ts';
 
 /**
  * The receipt time (epoch ms) of the oldest event waiting in the events queue (any partition) or being stored

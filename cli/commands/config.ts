@@ -1,7 +1,7 @@
 // intake config [--get NAME]: the settings this checkout runs with, as every intake process of it
 // reads them (the environment, then .env, then the defaults), so a second shell can check it
 // talks to the same database and gateway as the first.
-import { describeConfig, gatewayUrl, SECRET_SETTINGS, type Config } from '../../common/config.ts';
+import { describeConfig, gatewayUrl, SECRET_SETTINGS, type Config } from '../../platform/config.ts';
 import { readArgs } from '../args.ts';
 
 /** A URL's password replaced by `***` (the rest is what an operator needs to see). */

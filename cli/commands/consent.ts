@@ -1,5 +1,5 @@
-import { isGrantedAt, normalizeAddress } from '../../common/domain/consent.ts';
-import { findDecision } from '../../common/store/profiles.ts';
+import { isGrantedAt, normalizeAddress } from '../../identify/consent.ts';
+import { findDecision } from '../../identify/decision-store.ts';
 import { readArgs } from '../args.ts';
 import { findEnvironment, type OperatorDeps } from '../operator.ts';
 

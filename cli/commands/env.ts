@@ -1,5 +1,5 @@
-import { isValidEnvironmentKey } from '../../common/domain/environment-header.ts';
-import { isValidPathValue } from '../../common/domain/org-slug.ts';
+import { isValidEnvironmentKey } from '../../environments/environment-header.ts';
+import { isValidPathValue } from '../../environments/org-slug.ts';
 import { readArgs } from '../args.ts';
 import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
 import { uniqueAs } from './org.ts';

@@ -1,11 +1,11 @@
-import { journeyEligibility } from '../../common/domain/journey-limits.ts';
+import { journeyEligibility } from '../../events/journey-limits.ts';
 import type { JobType, Queue } from 'bullmq';
-import { jobIdFor } from '../../common/queue-keys.ts';
-import type { EventBatchJob, QueuedEvent } from '../../common/queues.ts';
-import type { TrackEvent } from '../../common/validation/track.ts';
-import { retryFailedEvent } from '../../common/dead-letter-retry.ts';
-import { eventNames, findEvent } from '../../common/store/events.ts';
-import { journeyActivity } from '../../common/store/journeys.ts';
+import { jobIdFor } from '../../platform/queue-keys.ts';
+import type { EventBatchJob, QueuedEvent } from '../../platform/queues.ts';
+import type { TrackEvent } from '../../events/track.ts';
+import { retryFailedEvent } from '../../events/dead-letter-retry.ts';
+import { eventNames, findEvent } from '../../events/event-store.ts';
+import { journeyActivity } from '../../journeys/journey-store.ts';
 import { readArgs } from '../args.ts';
 import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
 

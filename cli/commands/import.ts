@@ -1,7 +1,7 @@
 // intake import <org-slug> --file customers.ndjson: a profile backfill through the public
 // Identify API with @intake/client (retries, keep-alive), for the operator or any caller with a key.
-import { gatewayUrl, type Config } from '../../common/config.ts';
-import { createDb } from '../../common/db.ts';
+import { gatewayUrl, type Config } from '../../platform/config.ts';
+import { createDb } from '../../platform/db.ts';
 import { createClient } from '../../clients/typescript/src/index.ts';
 import { readArgs, UsageError } from '../args.ts';
 import { COMMANDS } from '../usage.ts';

@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import { FEATURE, hasFeature } from '../../common/domain/features.ts';
-import { parseJourneyDefinition } from '../../common/domain/journey-definition.ts';
-import { listRuns } from '../../common/store/journey-runs.ts';
-import { createJourney, findJourney, journeyStats, listJourneys, publishJourney } from '../../common/store/journeys.ts';
+import { FEATURE, hasFeature } from '../../environments/features.ts';
+import { parseJourneyDefinition } from '../../journeys/journey-definition.ts';
+import { listRuns } from '../../journeys/run-store.ts';
+import { createJourney, findJourney, journeyStats, listJourneys, publishJourney } from '../../journeys/journey-store.ts';
 import { readArgs } from '../args.ts';
 import { OperatorError, findEnvironment, findLiveEnvironment, type OperatorDeps } from '../operator.ts';
 

@@ -1,4 +1,4 @@
-import { generateApiKey, hashApiKey, keySuffix } from '../../common/domain/api-key.ts';
+import { generateApiKey, hashApiKey, keySuffix } from '../../environments/api-key.ts';
 import { readArgs } from '../args.ts';
 import { OperatorError, findEnvironment, findLiveEnvironment, type OperatorDeps } from '../operator.ts';
 

@@ -1,9 +1,8 @@
-import { isValidOrgSlug } from '../../common/domain/org-slug.ts';
-import { PRODUCTION_KEY } from '../../common/domain/environment-header.ts';
-import { FEATURES } from '../../common/domain/features.ts';
+import { isValidOrgSlug } from '../../environments/org-slug.ts';
+import { PRODUCTION_KEY } from '../../environments/environment-header.ts';
+import { FEATURES } from '../../environments/features.ts';
 import { readArgs } from '../args.ts';
 import { OperatorError, type OperatorDeps } from '../operator.ts';
-
 
 function parseFeatures(raw: string | undefined, usageError: (message: string) => Error): string[] {
   const list = (raw ?? '')

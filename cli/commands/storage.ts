@@ -1,7 +1,7 @@
-import { historyRemovalHorizon } from '../../common/domain/history-retention.ts';
-import { DAY_MS, daysAhead, retentionBound } from '../../common/domain/partition-plan.ts';
-import { poolOf } from '../../common/db.ts';
-import { RELAYED_OUTBOX_KEEP_MS, eventPartitions, hasLegacyEvents, oldestEventIn, tableStorage } from '../../common/store/storage.ts';
+import { historyRemovalHorizon } from '../../identify/history-retention.ts';
+import { DAY_MS, daysAhead, retentionBound } from '../../events/partition-plan.ts';
+import { poolOf } from '../../platform/db.ts';
+import { RELAYED_OUTBOX_KEEP_MS, eventPartitions, hasLegacyEvents, oldestEventIn, tableStorage } from '../../events/storage.ts';
 import { readArgs } from '../args.ts';
 import type { OperatorDeps } from '../operator.ts';
 

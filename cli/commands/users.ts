@@ -1,17 +1,17 @@
 // intake users …: the privacy operations on one person of an environment (docs/cli.md,
-// docs/decisions.md). The SQL lives in common/store/erasure.ts, suppression.ts and
-// person-export.ts; the rules in common/domain/privacy.ts.
+// docs/decisions.md). The SQL lives in privacy/erasure.ts, suppression.ts and
+// person-export.ts; the rules in privacy/rules.ts.
 import { userInfo } from 'node:os';
-import { poolOf } from '../../common/db.ts';
-import { forgetLiveCalls } from '../../common/live-keys.ts';
-import { forgetQueued } from '../../common/forget-queued.ts';
-import { withTimeout } from '../../common/with-timeout.ts';
-import { operatorName } from '../../common/domain/privacy.ts';
-import { forgetUser } from '../../common/store/erasure.ts';
-import { userHashOf } from '../../common/store/person.ts';
-import { exportEnvironment, exportPerson } from '../../common/store/person-export.ts';
-import { auditHashHex, listAudit, readAuditSecret } from '../../common/store/privacy-audit.ts';
-import { listSuppressed, setSuppressed } from '../../common/store/suppression.ts';
+import { poolOf } from '../../platform/db.ts';
+import { forgetLiveCalls } from '../../platform/live-keys.ts';
+import { forgetQueued } from '../../privacy/forget-queued.ts';
+import { withTimeout } from '../../platform/with-timeout.ts';
+import { operatorName } from '../../privacy/rules.ts';
+import { forgetUser } from '../../privacy/erasure.ts';
+import { userHashOf } from '../../profiles/person.ts';
+import { exportEnvironment, exportPerson } from '../../privacy/person-export.ts';
+import { auditHashHex, listAudit, readAuditSecret } from '../../privacy/audit.ts';
+import { listSuppressed, setSuppressed } from '../../privacy/suppression.ts';
 import { readArgs } from '../args.ts';
 import { findEnvironment, OperatorError, STREAMED, type OperatorDeps } from '../operator.ts';
 import type { OperatorName } from '../usage.ts';

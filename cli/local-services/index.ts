@@ -34,7 +34,7 @@ export interface LocalServicesDeps {
   env: NodeJS.ProcessEnv;
   /** The checkout: the data is under its .intake/. */
   cwd: string;
-  /** The defaults of DATABASE_URL and REDIS_URL (common/config.ts). */
+  /** The defaults of DATABASE_URL and REDIS_URL (platform/config.ts). */
   defaults: { databaseUrl: string; redisUrl: string };
   /** This process's user id (-1 where there is none): PostgreSQL runs as the user postgres under root. */
   uid: number;

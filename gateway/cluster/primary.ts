@@ -6,8 +6,8 @@
 // dies, answers scrapes with every process's metrics added up, and on SIGTERM/SIGINT lets each
 // process drain as a single gateway does, exiting 0 once all have.
 import cluster, { type Worker } from 'node:cluster';
-import type { Config } from '../../common/config.ts';
-import type { Logger } from '../../common/logger.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { gatewayHeapFlags, oldGenerationMb, youngGenerationMb } from '../heap-thread.ts';
 import { createMetricsCollector } from './collect-metrics.ts';
 import { isMessage, type ToPrimary, type ToProcess } from './messages.ts';

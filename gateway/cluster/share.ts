@@ -8,7 +8,7 @@
 // cached entries in memory than configured (each process caches what it sees, so a key or a
 // profile may be held by several). Batch sizes (TRACK_BATCH_MAX, TRACK_BATCH_BYTES,
 // IDENTIFY_BATCH_MAX) bound one batch, which one process forms: they apply as set.
-import type { Config } from '../../common/config.ts';
+import type { Config } from '../../platform/config.ts';
 
 /** One process's share of a gateway-wide bound: rounded up, so never 0 (the sum may pass the bound by up to processes − 1). */
 export function shareOf(total: number, processes: number): number {
@@ -32,7 +32,7 @@ export function processConfig(config: Config, processes: number): Config {
 }
 
 /**
- * JSON threads of one process (common/json-pool.ts): the cores shared out, less the process's
+ * JSON threads of one process (platform/json-pool.ts): the cores shared out, less the process's
  * own event loop, from 1 to 4. One process keeps the pool's default (cores − 1, at most 4); N
  * processes on N cores get one each, so the gateway's threads never outnumber the cores by more
  * than its event loops do. Threads start only when a large body needs one.

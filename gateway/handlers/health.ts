@@ -1,9 +1,9 @@
 import type { Middleware } from 'koa';
 import type { MetricsSource } from '../cluster/member.ts';
-import type { Db } from '../../common/db.ts';
-import type { RedisMemory } from '../../common/redis-memory.ts';
-import type { Redis } from '../../common/redis.ts';
-import { readiness } from '../../common/with-timeout.ts';
+import type { Db } from '../../platform/db.ts';
+import type { RedisMemory } from '../../platform/redis-memory.ts';
+import type { Redis } from '../../platform/redis.ts';
+import { readiness } from '../../platform/with-timeout.ts';
 import type { EventBatcher } from '../event-batcher.ts';
 
 /** Process is up. */

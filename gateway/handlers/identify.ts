@@ -1,14 +1,15 @@
 // Identify at the gateway: the calls that arrive together are applied in one transaction
-// (group commit, common/group-batch.ts; the transaction: common/store/identify-batch.ts), and
+// (group commit, platform/group-batch.ts; the transaction: identify/identify-batch.ts), and
 // each is answered with its own verdict once that transaction committed, or with its own error.
 import type { Middleware } from 'koa';
 import type pg from 'pg';
-import { createGroupBatch, type GroupBatch, type GroupBatchOptions } from '../../common/group-batch.ts';
-import type { JsonWork } from '../../common/json-pool.ts';
-import { applyIdentifyBatch, type BatchOptions } from '../../common/store/identify-batch.ts';
-import { toIdentifyCall, userRef, type IdentifyCall, type Verdict } from '../../common/store/identify-plan.ts';
-import { createOutboxNotify } from '../../common/store/outbox.ts';
-import { ProfileCache } from '../../common/store/profile-cache.ts';
+import { createGroupBatch, type GroupBatch, type GroupBatchOptions } from '../../platform/group-batch.ts';
+import type { JsonWork } from '../../platform/json-pool.ts';
+import { applyIdentifyBatch, type BatchOptions } from '../../identify/identify-batch.ts';
+import { toIdentifyCall, userRef, type IdentifyCall, type Verdict } from '../../identify/identify-plan.ts';
+import { createOutboxNotify } from '../../identify/outbox.ts';
+import { ProfileCache } from '../../identify/profile-cache.ts';
+import { answerIdentifySaved } from '../answers.ts';
 import { messageIdConflict } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 
@@ -34,6 +35,6 @@ export function identify(deps: { identifyBatcher: IdentifyBatcher }): Middleware
     const call = toIdentifyCall(environment, input, receivedAt);
     const verdict = await deps.identifyBatcher.add(call);
     if (verdict === 'conflict') throw messageIdConflict(call.messageId);
-    ctx.body = { success: true, messageId: call.messageId, duplicate: verdict === 'duplicate' };
+    answerIdentifySaved(ctx, call.messageId, verdict === 'duplicate');
   };
 }

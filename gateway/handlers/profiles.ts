@@ -1,6 +1,6 @@
 import type { RouterMiddleware } from '@koa/router';
 import { profileNotFound } from '../errors.ts';
-import type { ProfileReader } from '../profile-reader.ts';
+import type { ProfileReader } from '../../profiles/profile-reader.ts';
 import type { IngestState } from '../state.ts';
 
 /** The profile of a user ID (URL-decoded as UTF-8, looked up trimmed). */

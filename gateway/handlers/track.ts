@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
-import type { QueuedEvent } from '../../common/queues.ts';
+import type { QueuedEvent } from '../../platform/queues.ts';
 import type { EventBatcher } from '../event-batcher.ts';
+import { answerTrackAccepted } from '../answers.ts';
 import { eventStorageUnavailable } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 
@@ -15,7 +16,6 @@ export function track(deps: { batcher: EventBatcher }): Middleware<IngestState> 
       // A timed-out batch may still land later; the client's retry with the same messageId is then a duplicate.
       throw eventStorageUnavailable();
     }
-    ctx.status = 202;
-    ctx.body = { message_id: event.messageId, status: 'accepted' };
+    answerTrackAccepted(ctx, event.messageId);
   };
 }

@@ -4,7 +4,7 @@
 // bull-board then hides job data (gateway/dashboard.ts): one rule for the whole dashboard. Its
 // other rules (basic auth when a password is set, read-only unless DASHBOARD_READ_ONLY=false)
 // apply to these pages as to bull-board.
-import type { Config } from '../../common/config.ts';
+import type { Config } from '../../platform/config.ts';
 
 /** With DASHBOARD_PASSWORD set, every request that reaches a page passed basic auth. */
 export function seesPersonalData(config: Pick<Config, 'dashboardPassword'>): boolean {

@@ -3,7 +3,7 @@
 // job's data where Redis holds it, without reading the events' properties. The gateway writes
 // each event as `{"environmentId":…,"messageId":…,"receivedAt":…,"timestampMs":…,"payload":"…"}`
 // (handlers/track.ts), and the payload, JSON escaped once more, starts with `type`, `messageId`,
-// `event`, `userId`, `anonymousId` and `timestamp` (domain/track-payload.ts). So an event's head
+// `event`, `userId`, `anonymousId` and `timestamp` (events/track-payload.ts). So an event's head
 // ends where its payload's `properties` begin: HEADS_SCRIPT finds each head in Redis and returns
 // it alone, and parseHead() decodes it. A batch job (`{"events":[…]}`) and a dead-letter job
 // (`{"event":{…},"error":…}`) hold events of the same form.

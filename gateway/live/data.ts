@@ -4,11 +4,11 @@
 // environment), the answers per minute of the last hour (one Redis hash per minute), and the
 // dead-letter queue (the heads of its events, its jobs' reasons).
 import type { Queue } from 'bullmq';
-import type { Db } from '../../common/db.ts';
-import { identifyCallsKey, LIVE_ROUTES, minuteOf, ratesKey, type LiveRoute } from '../../common/live-keys.ts';
-import type { DeadLetterJob, EventBatchJob } from '../../common/queues.ts';
-import type { Redis } from '../../common/redis.ts';
-import { recentEvents, type RecentEvent } from '../../common/store/events.ts';
+import type { Db } from '../../platform/db.ts';
+import { identifyCallsKey, LIVE_ROUTES, minuteOf, ratesKey, type LiveRoute } from '../../platform/live-keys.ts';
+import type { DeadLetterJob, EventBatchJob } from '../../platform/queues.ts';
+import type { Redis } from '../../platform/redis.ts';
+import { recentEvents, type RecentEvent } from '../../events/event-store.ts';
 import { fieldIs, type EventHead, type HeadField } from './batch-digest.ts';
 import type { JobDigests, Listing } from './job-digests.ts';
 
@@ -181,7 +181,12 @@ export interface DeadLetterView {
 }
 
 /** The dead-letter queue's failed jobs (one per refused event), newest first, with their environment's path value. */
-export async function deadLetters(queue: Queue<DeadLetterJob>, digests: JobDigests, db: Db, limit = 100): Promise<{ letters: DeadLetterView[]; unread: Unread }> {
+export async function deadLetters(
+  queue: Queue<DeadLetterJob>,
+  digests: JobDigests,
+  db: Db,
+  limit = 100,
+): Promise<{ letters: DeadLetterView[]; unread: Unread }> {
   const { jobs, unread } = await digests.list(queue, ['failed'], limit, ['finishedOn', 'failedReason']);
   const letters = jobs
     .filter((job) => job.heads?.length)

@@ -16,9 +16,9 @@
 // the whole job, and the two page views that read the jobs took 164 and 189 ms against 94 and 85.
 // What leaves Redis for a page is then bounded by the events it shows, not by their properties.
 import type { Queue } from 'bullmq';
-import { arrayBytes, MAP_ENTRY_BYTES, NUMBER_BYTES, objectBytes, stringBytes } from '../../common/heap-size.ts';
-import { Lru } from '../../common/lru.ts';
-import type { Redis } from '../../common/redis.ts';
+import { arrayBytes, MAP_ENTRY_BYTES, NUMBER_BYTES, objectBytes, stringBytes } from '../../platform/heap-size.ts';
+import { Lru } from '../../platform/lru.ts';
+import type { Redis } from '../../platform/redis.ts';
 import { HEADS_SCRIPT, parseHead, type EventHead, type HeadField } from './batch-digest.ts';
 
 /** The job states whose events are not stored yet. */

@@ -7,12 +7,12 @@
 // same page share one read (shared-read.ts).
 import type { Queue } from 'bullmq';
 import type Koa from 'koa';
-import type { Config } from '../../common/config.ts';
-import type { Db } from '../../common/db.ts';
-import { retryFailedEvent } from '../../common/dead-letter-retry.ts';
-import { LIVE_ROUTES, liveKeyPrefix } from '../../common/live-keys.ts';
-import type { DeadLetterJob, EventBatchJob } from '../../common/queues.ts';
-import type { Redis } from '../../common/redis.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Db } from '../../platform/db.ts';
+import { retryFailedEvent } from '../../events/dead-letter-retry.ts';
+import { LIVE_ROUTES, liveKeyPrefix } from '../../platform/live-keys.ts';
+import type { DeadLetterJob, EventBatchJob } from '../../platform/queues.ts';
+import type { Redis } from '../../platform/redis.ts';
 import { sameOrigin, seesPersonalData } from './access.ts';
 import {
   answerRates,
@@ -191,9 +191,7 @@ function eventsPage(deps: Reads, ctx: Koa.Context, view: View) {
 
 function identifyPage(deps: Reads, ctx: Koa.Context, view: View) {
   return filteredPage(deps, ctx, view, { title: 'Identify calls', path: '/live/identify' }, async (sel) => {
-    const calls = await deps.shared.get(readKey('identify', sel), () =>
-      identifyCalls(deps.redis, liveKeyPrefix(deps.config), sel.env.id, sel.filter, LIMIT),
-    );
+    const calls = await deps.shared.get(readKey('identify', sel), () => identifyCalls(deps.redis, liveKeyPrefix(deps.config), sel.env.id, sel.filter, LIMIT));
     return (
       table(
         ['recorded', 'user', 'messageId', 'outcome', 'traits changed'],

@@ -4,12 +4,12 @@
 // environment go to that environment's Redis stream in one pipeline. Every 10 s the answers
 // counted since the last write (the request metrics' cells) are added to the current minute's
 // hash. A Redis that is away or full costs a skipped write, never a request.
-import type { Config } from '../../common/config.ts';
-import { identifyCallsKey, LIVE_ROUTES, LIVE_WINDOW_MS, liveKeyPrefix, minuteOf, ratesKey } from '../../common/live-keys.ts';
-import type { Logger } from '../../common/logger.ts';
-import type { Redis } from '../../common/redis.ts';
-import type { IdentifyCall, Plan } from '../../common/store/identify-plan.ts';
-import { withTimeout } from '../../common/with-timeout.ts';
+import type { Config } from '../../platform/config.ts';
+import { identifyCallsKey, LIVE_ROUTES, LIVE_WINDOW_MS, liveKeyPrefix, minuteOf, ratesKey } from '../../platform/live-keys.ts';
+import type { Logger } from '../../platform/logger.ts';
+import type { Redis } from '../../platform/redis.ts';
+import type { IdentifyCall, Plan } from '../../identify/identify-plan.ts';
+import { withTimeout } from '../../platform/with-timeout.ts';
 
 export interface LiveRecorder {
   /** A committed Identify batch (createIdentifyBatcher's onCommitted, handlers/identify.ts). */

@@ -2,13 +2,13 @@
 // Values that live elsewhere (slots held, refusals, cut uploads, queue depths) are read at scrape time.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Queue } from 'bullmq';
-import { EVENTS_QUEUE } from '../../common/queues.ts';
-import { registerQueueDepth } from '../../common/queue-depth.ts';
+import { EVENTS_QUEUE } from '../../platform/queues.ts';
+import { registerQueueDepth } from '../../platform/queue-depth.ts';
 import { REFUSAL_REASONS, type Admission } from '../admission.ts';
 import type { UploadWatch } from '../upload-watch.ts';
-import { registerRedisMemory } from '../../common/redis-memory-gauges.ts';
-import type { RedisMemory } from '../../common/redis-memory.ts';
-import type { ReadRoute } from '../../common/read-replica.ts';
+import { registerRedisMemory } from '../../platform/redis-memory-gauges.ts';
+import type { RedisMemory } from '../../platform/redis-memory.ts';
+import type { ReadRoute } from '../../platform/read-replica.ts';
 import type { EventBatcher } from '../event-batcher.ts';
 import { createRequestHistogram } from './request-histogram.ts';
 
@@ -28,7 +28,7 @@ export interface GatewayMetricsDeps {
   eventsQueue: Pick<Queue, 'getJobCounts'>;
   admission: Pick<Admission, 'inFlightCount' | 'uploadCount' | 'refusals'>;
   uploadWatch: Pick<UploadWatch, 'cuts'>;
-  /** Redis's memory, as last read (common/redis-memory.ts). */
+  /** Redis's memory, as last read (platform/redis-memory.ts). */
   memory: Pick<RedisMemory, 'reading' | 'full'>;
   /** A scrape never waits longer than this for Redis (the queue depths are then left out). */
   queueScrapeTimeoutMs: number;

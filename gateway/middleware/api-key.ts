@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { extractApiKey, hashApiKey } from '../../common/domain/api-key.ts';
+import { extractApiKey, hashApiKey } from '../../environments/api-key.ts';
 import type { AuthCache } from '../auth-cache.ts';
 import { invalidApiKey, missingApiKey } from '../errors.ts';
 import type { IngestState } from '../state.ts';

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { readEnvironmentHeader } from '../../common/domain/environment-header.ts';
+import { readEnvironmentHeader } from '../../environments/environment-header.ts';
 import { forbidden, invalidEnvironment } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 

@@ -1,5 +1,5 @@
 import type { RouterMiddleware } from '@koa/router';
-import { isValidPathValue } from '../../common/domain/org-slug.ts';
+import { isValidPathValue } from '../../environments/org-slug.ts';
 import { invalidOrgSlug } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 

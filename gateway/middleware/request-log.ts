@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { infoLine, type Logger } from '../../common/logger.ts';
+import { infoLine, type Logger } from '../../platform/logger.ts';
 import { routeName, type IngestState } from '../state.ts';
 
 /** Called once per answered request with its route name (`unmatched` for the plain-text 404), status and latency. */
 export type ObserveRequest = (route: string, status: number, seconds: number) => void;
 
 /**
- * Outermost: stamps the receipt time (on the trusted clock, PostgreSQL's: common/trusted-clock.ts)
+ * Outermost: stamps the receipt time (on the trusted clock, PostgreSQL's: platform/trusted-clock.ts)
  * and request id, and logs one line with the final status. The same measurement feeds the
  * request metrics (one layer and one clock read fewer than a middleware of their own on Track's
  * hot path).

@@ -1,7 +1,7 @@
 import { Stream } from 'node:stream';
 import type { Middleware } from 'koa';
-import { stringifyJson } from '../../common/domain/json-text.ts';
-import type { Logger } from '../../common/logger.ts';
+import { stringifyJson } from '../../platform/json-text.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { ApiError, internal } from '../errors.ts';
 import { routeName, type IngestState } from '../state.ts';
 

@@ -3,6 +3,7 @@
 // (gateway/suppressions.ts; docs/decisions.md "Suppression answers as usual").
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
+import { answerIdentifySaved, answerTrackAccepted } from '../answers.ts';
 import type { Suppressions } from '../suppressions.ts';
 import type { IngestState } from '../state.ts';
 
@@ -10,8 +11,7 @@ export function suppressedTrack(suppressions: Suppressions): Middleware<IngestSt
   return async function suppressedTrack(ctx, next) {
     const { environment, track, receivedAt } = ctx.state;
     if (!suppressions.drops(environment, track.userId, receivedAt, 'track')) return next();
-    ctx.status = 202;
-    ctx.body = { message_id: track.messageId, status: 'accepted' };
+    answerTrackAccepted(ctx, track.messageId);
   };
 }
 
@@ -19,6 +19,6 @@ export function suppressedIdentify(suppressions: Suppressions): Middleware<Inges
   return async function suppressedIdentify(ctx, next) {
     const { environment, identify, receivedAt } = ctx.state;
     if (!suppressions.drops(environment, identify.userId, receivedAt, 'identify')) return next();
-    ctx.body = { success: true, messageId: identify.messageId ?? randomUUID(), duplicate: false };
+    answerIdentifySaved(ctx, identify.messageId ?? randomUUID(), false);
   };
 }

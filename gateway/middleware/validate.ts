@@ -1,7 +1,8 @@
 import type { Middleware } from 'koa';
-import { JsonText } from '../../common/domain/json-text.ts';
-import type { JsonWork } from '../../common/json-pool.ts';
-import { notJsonIssues } from '../../common/validation/identify.ts';
+import { JsonText } from '../../platform/json-text.ts';
+import type { JsonWork } from '../../platform/json-pool.ts';
+import { decodeTrack } from '../../events/track.ts';
+import { decodeIdentify, notJsonIssues } from '../../identify/validation.ts';
 import { identifyInvalid, invalidJson, timestampTooFarAhead, trackInvalid, trackTooLarge } from '../errors.ts';
 import type { IngestState } from '../state.ts';
 
@@ -12,7 +13,7 @@ import type { IngestState } from '../state.ts';
  */
 export function validateTrack(json: JsonWork): Middleware<IngestState> {
   return async function validateTrack(ctx, next) {
-    const result = await json.run('decodeTrack', ctx.state.rawBody);
+    const result = await json.run(decodeTrack, ctx.state.rawBody);
     if (result.kind === 'notJson') throw invalidJson();
     if (result.kind === 'tooLarge') throw trackTooLarge();
     if (result.kind === 'invalid') throw trackInvalid(result.message);
@@ -26,7 +27,7 @@ export function validateTrack(json: JsonWork): Middleware<IngestState> {
 /** Check 6 (Identify): JSON, then every problem at once; a timestamp too far ahead has its own answer. */
 export function validateIdentify(json: JsonWork): Middleware<IngestState> {
   return async function validateIdentify(ctx, next) {
-    const result = await json.run('decodeIdentify', ctx.state.rawBody, ctx.state.receivedAt);
+    const result = await json.run(decodeIdentify, ctx.state.rawBody, ctx.state.receivedAt);
     if (result.kind === 'notJson') throw identifyInvalid(notJsonIssues());
     if (result.kind === 'invalid') throw identifyInvalid(new JsonText(result.issues), result.first);
     if (result.kind === 'tooFarAhead') throw timestampTooFarAhead();

@@ -2,7 +2,7 @@
 // relative link or anchor of any Markdown file that leads nowhere, on a generated section or file
 // (scripts/docs/sections.mts: the configuration table, the CLI reference, .env.example) that
 // differs from what its source gives now, on a setting's default stated otherwise than
-// common/config.ts has it (scripts/docs/defaults.mts), on a heading a Markdown file repeats, and
+// platform/config.ts has it (scripts/docs/defaults.mts), on a heading a Markdown file repeats, and
 // on development history written into any file of the project (scripts/docs/history.mts).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
@@ -134,7 +134,8 @@ export function checkDocs(root: string): string[] {
 
   for (const [file, text] of texts) {
     if (!/\.(md|ya?ml)$/.test(file)) continue;
-    for (const w of wrongDefaults(text)) problems.push(`${file}:${w.line}: \`${w.name}\` is said to default to ${w.stated}; common/config.ts says ${w.actual}`);
+    for (const w of wrongDefaults(text))
+      problems.push(`${file}:${w.line}: \`${w.name}\` is said to default to ${w.stated}; platform/config.ts says ${w.actual}`);
   }
 
   for (const [file, text] of texts) {

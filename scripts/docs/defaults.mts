@@ -1,7 +1,7 @@
 // A setting's default quoted in the docs, as "`NAME` (default 1 MiB)" or "`NAME`, default 1 MiB":
-// `npm run docs:check` compares each such mention with common/config.ts, so a document (the API
+// `npm run docs:check` compares each such mention with platform/config.ts, so a document (the API
 // reference above all) cannot state a limit the configuration no longer has.
-import { describeConfig } from '../../common/config.ts';
+import { describeConfig } from '../../platform/config.ts';
 
 const UNITS: [number, string][] = [
   [1_073_741_824, 'GiB'],

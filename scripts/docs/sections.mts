@@ -1,7 +1,7 @@
 // The generated parts of the docs: each is the output of a function of the code, written
 // between two marker lines of one Markdown file by `npm run docs:generate`, and compared with
 // that output by `npm run docs:check`, so a reference cannot drift from what it describes.
-import { describeConfig } from '../../common/config.ts';
+import { describeConfig } from '../../platform/config.ts';
 import { COMMANDS, GROUPS, commandHelp, groupHelp, overview, spec, type CommandName } from '../../cli/usage.ts';
 
 export interface GeneratedSection {
@@ -14,7 +14,7 @@ export interface GeneratedSection {
 }
 
 export const SECTIONS: readonly GeneratedSection[] = [
-  { file: 'docs/configuration.md', name: 'configuration', source: 'common/config.ts', render: configTable },
+  { file: 'docs/configuration.md', name: 'configuration', source: 'platform/config.ts', render: configTable },
   { file: 'docs/cli.md', name: 'cli', source: 'cli/usage.ts', render: cliReference },
 ];
 
@@ -25,7 +25,7 @@ export interface GeneratedFile {
   render(): string;
 }
 
-export const GENERATED_FILES: readonly GeneratedFile[] = [{ file: '.env.example', source: 'common/config.ts', render: envExample }];
+export const GENERATED_FILES: readonly GeneratedFile[] = [{ file: '.env.example', source: 'platform/config.ts', render: envExample }];
 
 /** Words of `text` in lines of at most `width` characters, each starting with `prefix`. */
 function wrap(text: string, width: number, prefix: string): string[] {
@@ -44,7 +44,7 @@ function wrap(text: string, width: number, prefix: string): string[] {
 /** .env.example: every setting, commented out at its default, under its doc line. */
 export function envExample(): string {
   const head = [
-    '# Every setting of intake at its default, generated from common/config.ts by `npm run docs:generate`.',
+    '# Every setting of intake at its default, generated from platform/config.ts by `npm run docs:generate`.',
     '# Copy it to .env and uncomment what you change: `intake` (npm start, npx intake …, npm run doctor)',
     '# reads .env from its working directory, and a variable set in the environment wins over the file.',
     '# docs/configuration.md explains them.',
@@ -58,7 +58,7 @@ export const endMarker = (s: GeneratedSection) => `<!-- /generated:${s.name} -->
 
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 
-/** Every setting of common/config.ts: its variable, default and doc line. */
+/** Every setting of platform/config.ts: its variable, default and doc line. */
 export function configTable(): string {
   const rows = describeConfig().map(({ env, default: d, doc }) => `| \`${env}\` | ${d === '' ? '(empty)' : `\`${cell(d)}\``} | ${cell(doc)} |`);
   return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');

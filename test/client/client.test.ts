@@ -4,8 +4,8 @@
 import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { createClient, IntakeApiError, type ClientOptions, type RetryInfo } from '../../clients/typescript/src/index.ts';
-import { callDigest } from '../../common/domain/call-digest.ts';
-import { messageKeyOf } from '../../common/store/identify-write.ts';
+import { callDigest } from '../../identify/call-digest.ts';
+import { messageKeyOf } from '../../identify/identify-write.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request } from '../helpers/http.ts';
 import { gatewayInProcess, harnessWithGateway, type InProcessGateway, workerInProcess } from '../helpers/processes.ts';

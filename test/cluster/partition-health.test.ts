@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import test, { type ExecutionContext } from 'ava';
-import { eventsQueueNames, keySlot } from '../../common/queue-keys.ts';
+import { eventsQueueNames, keySlot } from '../../platform/queue-keys.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { postTrack, request, trackBody } from '../helpers/http.ts';
 import { samples, series } from '../helpers/metrics.ts';

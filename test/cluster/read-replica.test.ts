@@ -4,9 +4,9 @@
 // the primary while the replica is stopped, back to the replica once it is restarted, even while
 // the primary writes nothing; Identify writes on the primary throughout, and the lag is a metric.
 import test, { type ExecutionContext } from 'ava';
-import { poolOf } from '../../common/db.ts';
-import { createLogger } from '../../common/logger.ts';
-import { migrate } from '../../common/migrate.ts';
+import { poolOf } from '../../platform/db.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { migrate } from '../../cli/migrate.ts';
 import { startGateway, type Gateway } from '../../gateway/server.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request } from '../helpers/http.ts';

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import test from 'ava';
-import { eventsQueueNames, keySlot } from '../../common/queue-keys.ts';
+import { eventsQueueNames, keySlot } from '../../platform/queue-keys.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
 import { postTrack, trackBody } from '../helpers/http.ts';

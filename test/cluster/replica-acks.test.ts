@@ -4,9 +4,9 @@
 // replica confirms a probe), and a write whose connection was replaced before WAIT is not
 // acknowledged (WAIT on a fresh connection covers none of its writes and answers at once).
 import test from 'ava';
-import { createLogger } from '../../common/logger.ts';
-import { ReplicaAckError, withReplicaAcks } from '../../common/replica-ack.ts';
-import { createRedis, type SingleRedis } from '../../common/redis.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { ReplicaAckError, withReplicaAcks } from '../../platform/replica-ack.ts';
+import { createRedis, type SingleRedis } from '../../platform/redis.ts';
 import { startGateway } from '../../gateway/server.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';

@@ -84,7 +84,7 @@ test.serial('the configuration table or the CLI reference out of step with its s
     'docs/configuration.md',
     (text) => text.replace('| `PORT` | `3000` |', '| `PORT` | `8080` |'),
     (problems) => {
-      t.deepEqual(problems, ['docs/configuration.md: the configuration section differs from what common/config.ts gives: run npm run docs:generate']);
+      t.deepEqual(problems, ['docs/configuration.md: the configuration section differs from what platform/config.ts gives: run npm run docs:generate']);
     },
   );
   withEdit(

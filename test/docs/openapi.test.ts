@@ -10,7 +10,7 @@ import test from 'ava';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { humanDefault, statesDefault, wrongDefaults } from '../../scripts/docs/defaults.mts';
-import { describeConfig } from '../../common/config.ts';
+import { describeConfig } from '../../platform/config.ts';
 import { escape, loadApiChecker, OPENAPI_PATH, type ObservedReply } from '../helpers/openapi.ts';
 
 const checker = loadApiChecker();

@@ -58,9 +58,9 @@ test('a newcomer on other ports and another database: npm start in one shell, th
     ].join('\n'),
   );
   const shell = shellEnvironment();
-  // The walk-through runs this checkout's code: it must rewrite nothing of the common/generated
+  // The walk-through runs this checkout's code: it must rewrite nothing of the platform/generated
   // (and dist/) that other test files run.
-  const generated = path.join(ROOT, 'common/generated/prisma/enums.ts');
+  const generated = path.join(ROOT, 'platform/generated/prisma/enums.ts');
   const generatedBefore = statSync(generated).mtimeMs;
   const service = npmStart(dir, shell);
   const org = uniqueSlug('qs');
@@ -81,7 +81,7 @@ test('a newcomer on other ports and another database: npm start in one shell, th
     // Each command's duration (a bash of its own included) means little without the machine's load.
     t.log(`load average ${loadavg()[0].toFixed(1)} on ${availableParallelism()} cores`);
     if (!(await walkReadme(t, dir, shell, org))) return;
-    t.is(statSync(generated).mtimeMs, generatedBefore, 'the walk-through rewrote nothing of the common/generated that other test files run');
+    t.is(statSync(generated).mtimeMs, generatedBefore, 'the walk-through rewrote nothing of the platform/generated that other test files run');
     // The second shell's commands went to the database of .env, not the default one.
     const client = new pg.Client({ connectionString: database.toString() });
     await client.connect();

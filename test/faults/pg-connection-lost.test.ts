@@ -5,8 +5,8 @@
 // by the same function).
 import test from 'ava';
 import type pg from 'pg';
-import { createDb, createLockPool, poolOf } from '../../common/db.ts';
-import { createLogger } from '../../common/logger.ts';
+import { createDb, createLockPool, poolOf } from '../../platform/db.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { TEST_DATABASE_URL, migrateOnce } from '../helpers/services.ts';
 

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import test, { type ExecutionContext } from 'ava';
 import { Redis } from 'ioredis';
-import { watchRedisMemory } from '../../common/redis-memory.ts';
+import { watchRedisMemory } from '../../platform/redis-memory.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { samples } from '../helpers/metrics.ts';

@@ -5,7 +5,7 @@
 // once Redis answers, it tells them and succeeds, and the gateway refuses the key at once.
 import test, { type ExecutionContext } from 'ava';
 import { Redis } from 'ioredis';
-import { authCacheChannels } from '../../common/queue-keys.ts';
+import { authCacheChannels } from '../../platform/queue-keys.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';

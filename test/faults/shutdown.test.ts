@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import test from 'ava';
 import { keyCreate } from '../../cli/commands/key.ts';
-import { createLogger } from '../../common/logger.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { startDashboard } from '../../gateway/dashboard.ts';
 import { startGateway } from '../../gateway/server.ts';
 import { startWorkers } from '../../workers/main.ts';

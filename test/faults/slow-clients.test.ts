@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as wait } from 'node:timers/promises';
 import test, { type ExecutionContext } from 'ava';
-import { loadConfig } from '../../common/config.ts';
+import { loadConfig } from '../../platform/config.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';

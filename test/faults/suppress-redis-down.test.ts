@@ -4,7 +4,7 @@
 // PostgreSQL); forget is done and says the live view could not be cleaned (null). Run again
 // once Redis answers, suppress succeeds and the gateway drops the calls itself.
 import test from 'ava';
-import { identityHash } from '../../common/domain/identity-hash.ts';
+import { identityHash } from '../../platform/identity-hash.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { samples, series } from '../helpers/metrics.ts';

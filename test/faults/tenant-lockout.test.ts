@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import test, { type ExecutionContext } from 'ava';
-import { loadConfig } from '../../common/config.ts';
+import { loadConfig } from '../../platform/config.ts';
 import { METRIC_NAMES } from '../../gateway/metrics/gateway-metrics.ts';
 import { queuedMessageIds } from '../helpers/batches.ts';
 import { sleep } from '../helpers/eventually.ts';

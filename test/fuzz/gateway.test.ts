@@ -131,8 +131,8 @@ test.serial('Identify: bodies around the valid one and arbitrary JSON get the sp
   t.pass();
 });
 
-// Inputs this fuzz shrinks to, kept as plain tests (common/store/profiles.ts,
-// common/domain/pg-text.ts, consent.ts): unpaired surrogates in traits (jsonb refuses them),
+// Inputs this fuzz shrinks to, kept as plain tests (profiles/profile-store.ts,
+// platform/pg-text.ts, consent.ts): unpaired surrogates in traits (jsonb refuses them),
 // U+0000 in a consent's proofRef or address (text columns refuse it), and consent times beyond
 // PostgreSQL's bigint range, none of them a 500.
 test('Identify: a trait with an unpaired surrogate is stored and read back exactly', async (t) => {

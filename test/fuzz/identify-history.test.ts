@@ -10,10 +10,10 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import fc from 'fast-check';
-import { addressAsOf, addressFromTraits, normalizeAddress, supersedes, toDecision, type Decision } from '../../common/domain/consent.ts';
-import { jsonEqual } from '../../common/domain/json-equal.ts';
-import { mergeTraits, type TraitState } from '../../common/domain/trait-merge.ts';
-import type { ConsentDecisionInput } from '../../common/validation/identify.ts';
+import { addressAsOf, addressFromTraits, normalizeAddress, supersedes, toDecision, type Decision } from '../../identify/consent.ts';
+import { jsonEqual } from '../../platform/json-equal.ts';
+import { mergeTraits, type TraitState } from '../../identify/trait-merge.ts';
+import type { ConsentDecisionInput } from '../../identify/validation.ts';
 import { request, type Reply } from '../helpers/http.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
 import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';

@@ -6,12 +6,12 @@
 // locked path's answers.
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
-import { createDb, poolOf } from '../../common/db.ts';
-import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
-import { messageKeyOf } from '../../common/store/identify-write.ts';
-import { toIdentifyCall, type IdentifyCall } from '../../common/store/identify-plan.ts';
-import { ProfileCache } from '../../common/store/profile-cache.ts';
-import type { ConsentDecisionInput, IdentifyInput } from '../../common/validation/identify.ts';
+import { createDb, poolOf } from '../../platform/db.ts';
+import { applyIdentifyBatch } from '../../identify/identify-batch.ts';
+import { messageKeyOf } from '../../identify/identify-write.ts';
+import { toIdentifyCall, type IdentifyCall } from '../../identify/identify-plan.ts';
+import { ProfileCache } from '../../identify/profile-cache.ts';
+import type { ConsentDecisionInput, IdentifyInput } from '../../identify/validation.ts';
 import { request } from '../helpers/http.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';

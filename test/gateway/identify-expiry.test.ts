@@ -2,8 +2,8 @@
 // maintenance removes them in batches): a retry after that is applied again, and per-trait
 // last-writer-wins keeps it harmless, since it carries the first call's timestamp.
 import test, { type ExecutionContext } from 'ava';
-import { poolOf } from '../../common/db.ts';
-import { removeIdentifyMessages } from '../../common/store/storage.ts';
+import { poolOf } from '../../platform/db.ts';
+import { removeIdentifyMessages } from '../../events/storage.ts';
 import { request } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
 import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';

@@ -4,8 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { consentGet } from '../../cli/commands/consent.ts';
-import { SERVICE_EVENTS } from '../../common/store/outbox.ts';
-import { messageKeyOf } from '../../common/store/identify-write.ts';
+import { SERVICE_EVENTS } from '../../identify/outbox.ts';
+import { messageKeyOf } from '../../identify/identify-write.ts';
 import { request, type Reply } from '../helpers/http.ts';
 import { spawnIntake, type Child } from '../helpers/processes.ts';
 import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';

@@ -6,7 +6,7 @@ import { limitConcurrency } from '../helpers/throttle.ts';
 import type { ExecutionContext } from 'ava';
 import { consentGet } from '../../cli/commands/consent.ts';
 import { orgFeatures } from '../../cli/commands/org.ts';
-import type { Issue } from '../../common/validation/issues.ts';
+import type { Issue } from '../../platform/validation/issues.ts';
 import { request, type Reply } from '../helpers/http.ts';
 import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
 import { newEnvironment, newTenant, type Harness, type Tenant } from '../helpers/services.ts';

@@ -4,7 +4,7 @@
 // unknown keys; with PostgreSQL then cut, the valid key is still served from memory.
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
-import { generateApiKey } from '../../common/domain/api-key.ts';
+import { generateApiKey } from '../../environments/api-key.ts';
 import { sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';

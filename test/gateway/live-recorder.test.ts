@@ -3,10 +3,10 @@
 // and changed traits' names; the rates' counts since the last write; and a Redis that hangs
 // never holds a gateway's shutdown.
 import test from 'ava';
-import { identifyCallsKey, minuteOf, ratesKey } from '../../common/live-keys.ts';
-import { createLogger } from '../../common/logger.ts';
-import { createRedis } from '../../common/redis.ts';
-import type { IdentifyCall, Plan } from '../../common/store/identify-plan.ts';
+import { identifyCallsKey, minuteOf, ratesKey } from '../../platform/live-keys.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { createRedis } from '../../platform/redis.ts';
+import type { IdentifyCall, Plan } from '../../identify/identify-plan.ts';
 import { createLiveRecorder } from '../../gateway/live/recorder.ts';
 import { startFreezableProxy } from '../helpers/proxy.ts';
 import { TEST_REDIS_URL, testEnv } from '../helpers/services.ts';

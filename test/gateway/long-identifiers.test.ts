@@ -13,26 +13,22 @@ import { journeyCreate, journeyPublish, journeyStatsCommand } from '../../cli/co
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { randomText } from '../helpers/random-text.ts';
-import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
-import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { harnessWithGatewayAndWorker } from '../helpers/processes.ts';
+import { newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
 let gateway: { url: string; close(): Promise<void> };
 let worker: { close(): Promise<void> };
 
-test.before(async () => {
-  // The file's tests run at once and poll while the in-process worker uses the same pool: room
-  // for both, so a busy machine does not turn waits for a connection into failures.
-  h = await openHarness({ WORKER_BATCH_WAIT_MS: '2', JOURNEY_TICK_MS: '50', JOURNEY_GRACE_MS: '500', DATABASE_POOL_SIZE: '10' });
-  gateway = await gatewayInProcess(h, { ownPool: true });
-  worker = await workerInProcess(h);
-});
-
-test.after.always(async () => {
-  await worker?.close();
-  await gateway?.close();
-  await closeEmptied(h);
-});
+// The file's tests run at once and poll while the in-process worker uses the same pool: room
+// for both, so a busy machine does not turn waits for a connection into failures.
+harnessWithGatewayAndWorker(
+  test,
+  (...opened) => {
+    [h, gateway, worker] = opened;
+  },
+  { env: { WORKER_BATCH_WAIT_MS: '2', JOURNEY_TICK_MS: '50', JOURNEY_GRACE_MS: '500', DATABASE_POOL_SIZE: '10' }, ownPool: true, emptied: true },
+);
 
 const SIZES = [3_000, 20_000, 100_000];
 const kb = (n: number) => `${n / 1000} KB`;

@@ -6,7 +6,7 @@ import { request, trackBody } from '../helpers/http.ts';
 import { capturedLogger, gatewayInProcess } from '../helpers/processes.ts';
 import { newTenant, openHarness } from '../helpers/services.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { JsonText } from '../../common/domain/json-text.ts';
+import { JsonText } from '../../platform/json-text.ts';
 import { forbidden, identifyInvalid } from '../../gateway/errors.ts';
 import { refusalOf } from '../../gateway/middleware/respond-errors.ts';
 

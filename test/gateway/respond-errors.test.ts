@@ -3,8 +3,8 @@
 import http from 'node:http';
 import test from 'ava';
 import Koa from 'koa';
-import { createLogger } from '../../common/logger.ts';
-import { listen } from '../../common/listen.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { listen } from '../../platform/listen.ts';
 import { respondErrors } from '../../gateway/middleware/respond-errors.ts';
 import { request } from '../helpers/http.ts';
 

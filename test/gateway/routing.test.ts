@@ -4,7 +4,7 @@ import net from 'node:net';
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { MESSAGES, NOT_FOUND_TEXT } from '../../gateway/errors.ts';
-import { TRACK_MESSAGES } from '../../common/validation/track.ts';
+import { TRACK_MESSAGES } from '../../events/track.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';

@@ -4,7 +4,7 @@
 // PostgreSQL); after unsuppress calls are stored again.
 import test from 'ava';
 import { usersAudit, usersForget, usersSuppress, usersSuppressed, usersUnsuppress } from '../../cli/commands/users.ts';
-import { identityHash } from '../../common/domain/identity-hash.ts';
+import { identityHash } from '../../platform/identity-hash.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { samples, series } from '../helpers/metrics.ts';

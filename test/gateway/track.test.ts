@@ -5,11 +5,11 @@ import test from 'ava';
 import { limitConcurrency } from '../helpers/throttle.ts';
 import type { ExecutionContext } from 'ava';
 import { MESSAGES } from '../../gateway/errors.ts';
-import { TRACK_MESSAGES } from '../../common/validation/track.ts';
+import { TRACK_MESSAGES } from '../../events/track.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
-import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
-import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { gatewayInProcess, harnessWithGatewayAndWorker, workerInProcess } from '../helpers/processes.ts';
+import { newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
 let gateway: Awaited<ReturnType<typeof gatewayInProcess>>;
@@ -17,16 +17,8 @@ let worker: Awaited<ReturnType<typeof workerInProcess>>;
 
 limitConcurrency(test, 12);
 
-test.before(async () => {
-  h = await openHarness();
-  gateway = await gatewayInProcess(h);
-  worker = await workerInProcess(h);
-});
-
-test.after.always(async () => {
-  await gateway?.close();
-  await worker?.close();
-  await h?.close();
+harnessWithGatewayAndWorker(test, (...opened) => {
+  [h, gateway, worker] = opened;
 });
 
 const { expectedString, expectedObject } = TRACK_MESSAGES;

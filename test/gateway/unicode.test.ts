@@ -8,28 +8,24 @@ import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import test from 'ava';
 import { eventsGet } from '../../cli/commands/events.ts';
-import { notJsonIssues } from '../../common/validation/identify.ts';
-import { NOT_WELL_FORMED_MESSAGE } from '../../common/validation/well-formed.ts';
+import { notJsonIssues } from '../../identify/validation.ts';
+import { NOT_WELL_FORMED_MESSAGE } from '../../platform/validation/well-formed.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { rawExchange, request, trackBody, type Reply } from '../helpers/http.ts';
-import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
-import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { harnessWithGatewayAndWorker } from '../helpers/processes.ts';
+import { newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
 let gateway: { url: string; close(): Promise<void> };
 let worker: { close(): Promise<void> };
 
-test.before(async () => {
-  h = await openHarness({ WORKER_BATCH_WAIT_MS: '2' });
-  gateway = await gatewayInProcess(h, { ownPool: true });
-  worker = await workerInProcess(h);
-});
-
-test.after.always(async () => {
-  await worker?.close();
-  await gateway?.close();
-  await closeEmptied(h);
-});
+harnessWithGatewayAndWorker(
+  test,
+  (...opened) => {
+    [h, gateway, worker] = opened;
+  },
+  { env: { WORKER_BATCH_WAIT_MS: '2' }, ownPool: true, emptied: true },
+);
 
 const NOT_JSON_TRACK = { error: 'Invalid JSON' };
 const NOT_JSON_IDENTIFY = { error: 'Invalid Identify call', issues: notJsonIssues() };

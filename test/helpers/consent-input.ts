@@ -1,4 +1,4 @@
-import type { ConsentDecisionInput } from '../../common/validation/identify.ts';
+import type { ConsentDecisionInput } from '../../identify/validation.ts';
 
 /** A validated consent decision: an email marketing grant with the spec's defaults, changed by `over`. */
 export const decisionInput = (over: Partial<ConsentDecisionInput> = {}): ConsentDecisionInput => ({

@@ -1,11 +1,11 @@
 // Measures what the gateway's caches really take on the heap, to check what they count
-// (common/heap-size.ts): fill a cache with representative entries, collect garbage, compare
+// (platform/heap-size.ts): fill a cache with representative entries, collect garbage, compare
 // the heap before and after. Shared by test/unit/cache-memory.test.ts and bench/cache-cost.mts.
 import { randomUUID } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { emptyPlan, type Plan } from '../../common/store/identify-plan.ts';
-import type { KeyRecord } from '../../common/store/environments.ts';
+import { emptyPlan, type Plan } from '../../identify/identify-plan.ts';
+import type { KeyRecord } from '../../environments/environment-store.ts';
 
 /** V8's gc(), without --expose-gc on the command line: the flag is read when a context is made. */
 export function exposeGc(): () => void {

@@ -1,6 +1,6 @@
-import { callDigest } from '../../common/domain/call-digest.ts';
-import { stringifyJson } from '../../common/domain/json-text.ts';
-import { addressTraitsOf, type IdentifyInput } from '../../common/validation/identify.ts';
+import { callDigest } from '../../identify/call-digest.ts';
+import { stringifyJson } from '../../platform/json-text.ts';
+import { addressTraitsOf, type IdentifyInput } from '../../identify/validation.ts';
 
 /** A validated Identify call's input: `traits` as a valid call carries them, nothing else set unless `extra` says. */
 export function identifyInput(userId: string, traits: Record<string, unknown>, extra: Partial<Omit<IdentifyInput, 'callDigest'>> = {}): IdentifyInput {

@@ -4,7 +4,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import pg from 'pg';
-import { migrationsDir } from '../../common/migrate.ts';
+import { migrationsDir } from '../../cli/migrate.ts';
 import { TEST_DATABASE_URL } from './services.ts';
 
 export interface MigrationDatabase {

@@ -3,14 +3,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createDb } from '../../common/db.ts';
+import { createDb } from '../../platform/db.ts';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { createLogger, type Logger } from '../../common/logger.ts';
+import { createLogger, type Logger } from '../../platform/logger.ts';
 import { startGateway } from '../../gateway/server.ts';
-import { startWorkers } from '../../workers/main.ts';
+import { startWorkers, type Workers } from '../../workers/main.ts';
 import type { TestFn } from 'ava';
-import { openHarness, type Harness } from './services.ts';
+import { closeEmptied, openHarness, type Harness } from './services.ts';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/intake.js');
 
@@ -49,6 +49,33 @@ export function harnessWithGateway(test: TestFn, opened: (h: Harness, gateway: I
   test.after.always(async () => {
     await gateway?.close();
     await h?.close();
+  });
+}
+
+/**
+ * A test file's harness with an in-process gateway and worker (the harness opened with `env`):
+ * opened before its tests (`opened` receives them), closed after them, the worker first, then
+ * the gateway; `emptied`: the events queue is emptied too (closeEmptied).
+ */
+export function harnessWithGatewayAndWorker(
+  test: TestFn,
+  opened: (h: Harness, gateway: InProcessGateway, worker: Workers) => unknown,
+  options: { env?: Record<string, string>; ownPool?: boolean; emptied?: boolean } = {},
+): void {
+  let h: Harness | undefined;
+  let gateway: InProcessGateway | undefined;
+  let worker: Workers | undefined;
+  test.before(async () => {
+    h = await openHarness(options.env);
+    gateway = await gatewayInProcess(h, { ownPool: options.ownPool });
+    worker = await workerInProcess(h);
+    await opened(h, gateway, worker);
+  });
+  test.after.always(async () => {
+    await worker?.close();
+    await gateway?.close();
+    if (options.emptied) await closeEmptied(h);
+    else await h?.close();
   });
 }
 

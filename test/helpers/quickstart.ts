@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type { ExecutionContext } from 'ava';
-import { describeConfig } from '../../common/config.ts';
+import { describeConfig } from '../../platform/config.ts';
 
 const run = promisify(execFile);
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

@@ -1,9 +1,9 @@
 // The real PostgreSQL and Redis of this machine. Each test file gets its own queue prefix
 // (so workers of one file never take another's jobs) and each test its own tenant.
 import { randomBytes } from 'node:crypto';
-import { loadConfig, type Config } from '../../common/config.ts';
-import { createDb, type Db } from '../../common/db.ts';
-import { migrate } from '../../common/migrate.ts';
+import { loadConfig, type Config } from '../../platform/config.ts';
+import { createDb, type Db } from '../../platform/db.ts';
+import { migrate } from '../../cli/migrate.ts';
 import { keyCreate } from '../../cli/commands/key.ts';
 import { envCreate } from '../../cli/commands/env.ts';
 import { orgCreate } from '../../cli/commands/org.ts';

@@ -1,4 +1,4 @@
-import { withTimeout } from '../../common/with-timeout.ts';
+import { withTimeout } from '../../platform/with-timeout.ts';
 
 /**
  * Runs each close in turn, none for longer than `eachMs`. A close that hangs (BullMQ's close

@@ -4,11 +4,11 @@
 // same call (traits in another key order included) answers duplicate, a changed userId,
 // timestamp or traits a conflict, as before the upgrade.
 import test from 'ava';
-import { hashStored } from '../../common/domain/identity-hash.ts';
-import { stringifyJson } from '../../common/domain/json-text.ts';
-import { toPgText } from '../../common/domain/pg-text.ts';
-import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
-import { toIdentifyCall } from '../../common/store/identify-plan.ts';
+import { hashStored } from '../../platform/identity-hash.ts';
+import { stringifyJson } from '../../platform/json-text.ts';
+import { toPgText } from '../../platform/pg-text.ts';
+import { applyIdentifyBatch } from '../../identify/identify-batch.ts';
+import { toIdentifyCall } from '../../identify/identify-plan.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
 import { databaseBefore } from '../helpers/migration-db.ts';
 

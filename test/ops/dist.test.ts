@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import pg from 'pg';
 import { STAMP_FILE, sourceDigest } from '../../bin/sources.js';
-import { createDb } from '../../common/db.ts';
+import { createDb } from '../../platform/db.ts';
 import { execForm, readDockerfile } from '../helpers/dockerfile.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
@@ -54,7 +54,7 @@ test.serial('the build is JavaScript only, with relative imports rewritten, no t
   const files = readdirSync(out, { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
     .map((e) => path.relative(out, path.join(e.parentPath, e.name)));
-  for (const needed of ['cli/intake.js', 'common/json-pool-loop.js', 'common/generated/prisma/client.js', 'clients/typescript/src/index.js']) {
+  for (const needed of ['cli/intake.js', 'platform/json-pool-loop.js', 'platform/generated/prisma/client.js', 'clients/typescript/src/index.js']) {
     t.true(files.includes(needed), needed);
   }
   t.deepEqual(

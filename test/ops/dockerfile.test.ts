@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
+import { SOURCE_DIRS } from '../../bin/sources.js';
 import { copyPaths, readDockerfile, type Instruction, type Stage } from '../helpers/dockerfile.ts';
 
 const stages = readDockerfile('Dockerfile');
@@ -60,7 +61,7 @@ test('the runtime stage holds production dependencies and compiled code, copied 
   // What bin/intake.js needs beside dist: itself, package.json ("type": "module") and prisma/ for migrate.
   const local = copies.filter((c) => !c.from).flatMap((c) => c.sources);
   for (const needed of ['bin', 'package.json', 'prisma']) t.true(local.includes(needed), `${needed} is copied`);
-  for (const source of ['cli', 'common', 'gateway', 'workers']) t.false(local.includes(source), `no TypeScript sources (${source})`);
+  for (const source of SOURCE_DIRS) t.false(local.includes(source), `no TypeScript sources (${source})`);
 });
 
 test('the image runs as a non-root user and has a HEALTHCHECK', (t) => {
@@ -100,7 +101,7 @@ test('every path a COPY --from takes exists in that stage (copied into it, or ma
 });
 
 test('.dockerignore keeps out what the build must make itself or must not see', (t) => {
-  for (const p of ['node_modules', 'dist', 'common/generated', '.env', 'test', '.git']) t.true(ignored(p), p);
+  for (const p of ['node_modules', 'dist', 'platform/generated', '.env', 'test', '.git']) t.true(ignored(p), p);
   for (const p of ['package.json', 'cli/intake.ts', 'clients/typescript/src/index.ts', 'prisma/migrations']) t.false(ignored(p), p);
 });
 
@@ -126,7 +127,7 @@ function madeByRun(run: Instruction): string[] {
   return [
     ...(/\bnpm ci\b/.test(run.rest) ? ['node_modules'] : []),
     ...(/\bnpm run build\b/.test(run.rest) ? ['dist'] : []),
-    ...(/generate-client/.test(run.rest) ? ['common/generated'] : []),
+    ...(/generate-client/.test(run.rest) ? ['platform/generated'] : []),
   ];
 }
 

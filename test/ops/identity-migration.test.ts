@@ -1,10 +1,10 @@
 // Existing rows migrate to the digest keys (issue 10): a database at the schema before
 // 20261123100000_identity_hashes, with rows holding escaped, multi-byte and long values, gets
-// keys equal to what common/domain/identity-hash.ts computes for new rows, so lookups, dedup and
+// keys equal to what platform/identity-hash.ts computes for new rows, so lookups, dedup and
 // consent find the old rows after the upgrade.
 import test from 'ava';
-import { hashStored } from '../../common/domain/identity-hash.ts';
-import { toPgText } from '../../common/domain/pg-text.ts';
+import { hashStored } from '../../platform/identity-hash.ts';
+import { toPgText } from '../../platform/pg-text.ts';
 import { databaseBefore } from '../helpers/migration-db.ts';
 
 const MIGRATION = '20261123100000_identity_hashes';

@@ -11,7 +11,7 @@ import { isDeepStrictEqual, promisify } from 'node:util';
 import test from 'ava';
 import { createClient } from '../../clients/typescript/src/index.ts';
 import { lineMessageId } from '../../cli/import/lines.ts';
-import { messageKeyOf } from '../../common/store/identify-write.ts';
+import { messageKeyOf } from '../../identify/identify-write.ts';
 import { importCommand, TRACK_REPLAY_WARNING } from '../../cli/commands/import.ts';
 import { UsageError } from '../../cli/args.ts';
 import { ImportStopped, runImport } from '../../cli/import/run.ts';

@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { Redis } from 'ioredis';
-import { describeConfig } from '../../common/config.ts';
+import { describeConfig } from '../../platform/config.ts';
 import { installCommand } from '../../cli/local-services/redis.ts';
 import { isAlive } from '../../cli/local-services/shared.ts';
 import { eventually } from '../helpers/eventually.ts';

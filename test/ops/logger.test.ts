@@ -1,4 +1,4 @@
-// The log destination buffers lines (common/logger.ts); a line still reaches stdout within
+// The log destination buffers lines (platform/logger.ts); a line still reaches stdout within
 // the flush interval while the process keeps running, and a warning goes out at once.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -9,7 +9,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 /** Runs `body` (with `log` in scope) in a child that then idles 3 s; resolves with each line, how long before the child's exit it arrived. */
 function linesOf(body: string, idle = 'setTimeout(() => {}, 3000)'): Promise<{ line: Record<string, unknown>; ms: number }[]> {
-  const script = `import { createLogger } from './common/logger.ts'; const log = createLogger('info', 'logger-test'); ${body}; ${idle};`;
+  const script = `import { createLogger } from './platform/logger.ts'; const log = createLogger('info', 'logger-test'); ${body}; ${idle};`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   const started = performance.now();
   const lines: { line: Record<string, unknown>; ms: number }[] = [];

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { parse } from 'yaml';
-import { loadConfig } from '../../common/config.ts';
+import { loadConfig } from '../../platform/config.ts';
 import {
   ALERT_RULES,
   alertExpressions,

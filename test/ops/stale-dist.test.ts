@@ -32,11 +32,11 @@ function checkout(at = root) {
   rmSync(at, { recursive: true, force: true });
   cpSync('bin', path.join(at, 'bin'), { recursive: true });
   mkdirSync(path.join(at, 'cli'), { recursive: true });
-  mkdirSync(path.join(at, 'common'), { recursive: true });
+  mkdirSync(path.join(at, 'platform'), { recursive: true });
   mkdirSync(path.join(at, 'dist/cli'), { recursive: true });
   // TypeScript syntax, so only a TypeScript loader runs it.
   writeFileSync(path.join(at, 'cli/intake.ts'), "const ran: string = 'sources';\nconsole.log(ran);\n");
-  writeFileSync(path.join(at, 'common/config.ts'), 'export const port: number = 3000;\n');
+  writeFileSync(path.join(at, 'platform/config.ts'), 'export const port: number = 3000;\n');
   writeFileSync(path.join(at, 'tsconfig.json'), '{}\n');
   writeFileSync(path.join(at, 'dist/cli/intake.js'), "console.log('dist');\n");
   stamp(at);
@@ -58,10 +58,10 @@ test.serial('an edited, added or deleted source file makes the sources run until
   stamp();
   t.like(await intake(), { ran: 'dist' }, 'built again');
 
-  writeFileSync(path.join(root, 'common/new.ts'), 'export {};\n');
+  writeFileSync(path.join(root, 'platform/new.ts'), 'export {};\n');
   t.like(await intake(), { ran: 'sources' }, 'added');
   stamp();
-  rmSync(path.join(root, 'common/config.ts'));
+  rmSync(path.join(root, 'platform/config.ts'));
   t.like(await intake(), { ran: 'sources' }, 'deleted');
   stamp();
   writeFileSync(path.join(root, 'tsconfig.json'), '{"compilerOptions":{"target":"ES2022"}}\n');
@@ -77,7 +77,7 @@ test.serial('a build without its stamp (never finished, or from before stamps) d
 test.serial('without sources (the image) the build runs; with neither, one line says so', async (t) => {
   checkout();
   rmSync(path.join(root, 'cli'), { recursive: true });
-  rmSync(path.join(root, 'common'), { recursive: true });
+  rmSync(path.join(root, 'platform'), { recursive: true });
   t.like(await intake(), { ran: 'dist', code: 0 });
   rmSync(path.join(root, 'dist'), { recursive: true });
   const neither = await intake();

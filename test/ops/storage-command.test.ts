@@ -2,10 +2,10 @@
 // partitions: per table rows and bytes, the partitions, the oldest event and what retention
 // removes next; a usage mistake exits 2.
 import test from 'ava';
-import { DAY_MS, partitionDay, partitionName, utcDay } from '../../common/domain/partition-plan.ts';
-import { poolOf } from '../../common/db.ts';
-import { insertEventsOnce } from '../../common/store/events.ts';
-import { createPartitionsFor } from '../../common/store/storage.ts';
+import { DAY_MS, partitionDay, partitionName, utcDay } from '../../events/partition-plan.ts';
+import { poolOf } from '../../platform/db.ts';
+import { insertEventsOnce } from '../../events/event-store.ts';
+import { createPartitionsFor } from '../../events/storage.ts';
 import { newTenant, openHarness, ownDatabase, type Harness } from '../helpers/services.ts';
 import { intake } from '../security/cli.ts';
 

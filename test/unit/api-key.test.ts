@@ -1,5 +1,5 @@
 import test from 'ava';
-import { extractApiKey, generateApiKey, hashApiKey, KEY_PREFIX, keySuffix } from '../../common/domain/api-key.ts';
+import { extractApiKey, generateApiKey, hashApiKey, KEY_PREFIX, keySuffix } from '../../environments/api-key.ts';
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { backoffMs } from '../../common/backoff.ts';
+import { backoffMs } from '../../platform/backoff.ts';
 
 test('doubles from the base per failure, up to the cap', (t) => {
   t.deepEqual(

@@ -1,11 +1,11 @@
-// The caches' budgets are in heap bytes (common/heap-size.ts): what a cache counts must be what
+// The caches' budgets are in heap bytes (platform/heap-size.ts): what a cache counts must be what
 // it really takes, measured here as the heap's growth while it fills with representative
 // entries. It may count a little more (the budget then holds a little less), never less.
 import { createHash } from 'node:crypto';
 import test from 'ava';
-import { hashApiKey } from '../../common/domain/api-key.ts';
-import { stringBytes } from '../../common/heap-size.ts';
-import { ProfileCache } from '../../common/store/profile-cache.ts';
+import { hashApiKey } from '../../environments/api-key.ts';
+import { stringBytes } from '../../platform/heap-size.ts';
+import { ProfileCache } from '../../identify/profile-cache.ts';
 import { KeyCache } from '../../gateway/key-cache.ts';
 import { exposeGc, heapDelta, keyRecord, PROFILE_SHAPES, profilePlan, type ProfileShape } from '../helpers/heap.ts';
 

@@ -1,7 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { callDigest, canonicalJson, repeatVerdict } from '../../common/domain/call-digest.ts';
-import { jsonEqual } from '../../common/domain/json-equal.ts';
+import { callDigest, canonicalJson, repeatVerdict } from '../../identify/call-digest.ts';
+import { jsonEqual } from '../../platform/json-equal.ts';
 
 /** The value with every object's keys in reverse order (equal as JSON, written differently). */
 function reordered(value: unknown): unknown {

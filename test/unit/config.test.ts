@@ -1,5 +1,5 @@
 import test from 'ava';
-import { ConfigError, loadConfig } from '../../common/config.ts';
+import { ConfigError, loadConfig } from '../../platform/config.ts';
 
 test('defaults point at local services', (t) => {
   const config = loadConfig({});

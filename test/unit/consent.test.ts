@@ -15,8 +15,8 @@ import {
   toDecision,
   MAX_TIME_MS,
   type Decision,
-} from '../../common/domain/consent.ts';
-import { toPgText } from '../../common/domain/pg-text.ts';
+} from '../../identify/consent.ts';
+import { toPgText } from '../../platform/pg-text.ts';
 import { decisionInput as input } from '../helpers/consent-input.ts';
 
 const decision = (status: Decision['status'], decidedAt: number): Decision => ({

@@ -12,7 +12,7 @@ import {
   retrying,
   splitOnRefusal,
   sqlState,
-} from '../../common/db.ts';
+} from '../../platform/db.ts';
 
 /** The shape of Prisma's P2010 for a raw query PostgreSQL refused (checked against Prisma 7 + adapter-pg). */
 const refused = (code: string, message: string) =>

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { joinableEmail, joinTarget } from '../../common/domain/email.ts';
+import { joinableEmail, joinTarget } from '../../identify/email.ts';
 
 const joins = test.macro((t, value: unknown, expected: string | null) => t.is(joinableEmail(value), expected));
 

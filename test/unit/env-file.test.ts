@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { EnvFileError, loadEnvFile } from '../../common/env-file.ts';
+import { EnvFileError, loadEnvFile } from '../../platform/env-file.ts';
 
 function folder(t: { teardown(fn: () => void): void }, files: Record<string, string>): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'intake-env-'));

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { isValidEnvironmentKey, readEnvironmentHeader } from '../../common/domain/environment-header.ts';
-import type { EnvironmentHeader } from '../../common/domain/environment-header.ts';
+import { isValidEnvironmentKey, readEnvironmentHeader } from '../../environments/environment-header.ts';
+import type { EnvironmentHeader } from '../../environments/environment-header.ts';
 
 const reads = test.macro({
   exec(t, input: string | string[] | undefined, expected: EnvironmentHeader) {

@@ -3,7 +3,7 @@
 import { execFile } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import test from 'ava';
-import { loadConfig } from '../../common/config.ts';
+import { loadConfig } from '../../platform/config.ts';
 import { processHeap, restartDelayMs } from '../../gateway/cluster/primary.ts';
 import { jsonThreadsPerProcess, processConfig, shareOf } from '../../gateway/cluster/share.ts';
 

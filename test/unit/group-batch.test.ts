@@ -1,5 +1,5 @@
 import test from 'ava';
-import { createGroupBatch } from '../../common/group-batch.ts';
+import { createGroupBatch } from '../../platform/group-batch.ts';
 
 /** A run whose batches finish only when the test says so. */
 function controlled() {

@@ -1,8 +1,8 @@
 // What the storage maintenance removes of the address history.
 import test from 'ava';
 import fc from 'fast-check';
-import { addressAsOf } from '../../common/domain/consent.ts';
-import { historyRemovalHorizon, HISTORY_REMOVAL_MARGIN_MS, removableClaims } from '../../common/domain/history-retention.ts';
+import { addressAsOf } from '../../identify/consent.ts';
+import { historyRemovalHorizon, HISTORY_REMOVAL_MARGIN_MS, removableClaims } from '../../identify/history-retention.ts';
 
 const NOW = Date.parse('2026-06-01T00:00:00Z');
 

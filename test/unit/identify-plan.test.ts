@@ -1,6 +1,6 @@
 import test from 'ava';
-import { planBatch, toIdentifyCall, type Snapshot } from '../../common/store/identify-plan.ts';
-import type { IdentifyInput } from '../../common/validation/identify.ts';
+import { planBatch, toIdentifyCall, type Snapshot } from '../../identify/identify-plan.ts';
+import type { IdentifyInput } from '../../identify/validation.ts';
 import { decisionInput } from '../helpers/consent-input.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
 

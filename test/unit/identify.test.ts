@@ -1,18 +1,11 @@
 import test from 'ava';
 import fc from 'fast-check';
-import {
-  checkIdentify,
-  IDENTIFY_MESSAGES,
-  invalidEnumMessage,
-  issuesOf as yupIssuesOf,
-  notJsonIssues,
-  passesEveryCheck,
-} from '../../common/validation/identify.ts';
+import { checkIdentify, IDENTIFY_MESSAGES, invalidEnumMessage, issuesOf as yupIssuesOf, notJsonIssues, passesEveryCheck } from '../../identify/validation.ts';
 import { identifyLike } from '../fuzz/arbitraries.ts';
-import type { IdentifyCheck, IdentifyInput } from '../../common/validation/identify.ts';
-import { callDigest } from '../../common/domain/call-digest.ts';
-import { isWithin, parsePath } from '../../common/validation/issues.ts';
-import type { Issue } from '../../common/validation/issues.ts';
+import type { IdentifyCheck, IdentifyInput } from '../../identify/validation.ts';
+import { callDigest } from '../../identify/call-digest.ts';
+import { isWithin, parsePath } from '../../platform/validation/issues.ts';
+import type { Issue } from '../../platform/validation/issues.ts';
 
 const NOW = Date.UTC(2024, 5, 1, 12, 0, 0);
 const FIVE_MINUTES = 5 * 60_000;
@@ -244,7 +237,7 @@ for (const key of ['context', 'integrations']) {
   test(`${key} empty object`, passes, body({ [key]: {} }));
 }
 
-// Identifiers with an unpaired UTF-16 surrogate (common/validation/well-formed.ts): an issue at
+// Identifiers with an unpaired UTF-16 surrogate (platform/validation/well-formed.ts): an issue at
 // the field's path; free values (traits, consent's proofRef) keep any JSON string.
 const NOT_WELL_FORMED = (path: Path): Issue => ({ code: 'invalid_string', path, message: M.notWellFormed });
 test('userId lone high surrogate', issuesAre, body({ userId: 'u\ud800' }), [NOT_WELL_FORMED(['userId'])]);

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { createHash, randomBytes } from 'node:crypto';
-import { hashStored, identityHash } from '../../common/domain/identity-hash.ts';
-import { toPgText } from '../../common/domain/pg-text.ts';
+import { hashStored, identityHash } from '../../platform/identity-hash.ts';
+import { toPgText } from '../../platform/pg-text.ts';
 
 test('a fixed 32-byte key, whatever the length of the value', (t) => {
   for (const length of [0, 1, 2_704, 3_000, 100_000, 1_000_000]) t.is(identityHash('x'.repeat(length)).length, 32);

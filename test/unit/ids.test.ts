@@ -1,6 +1,6 @@
-// The one rule for a blank ID (common/domain/ids.ts), read by Track and Identify validation and journeys.
+// The one rule for a blank ID (profiles/ids.ts), read by Track and Identify validation and journeys.
 import test from 'ava';
-import { hasId } from '../../common/domain/ids.ts';
+import { hasId } from '../../profiles/ids.ts';
 
 test('an empty or whitespace-only ID counts as absent; anything else is an ID', (t) => {
   t.false(hasId(null));

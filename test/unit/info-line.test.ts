@@ -1,6 +1,6 @@
 import test from 'ava';
 import { pino } from 'pino';
-import { infoLine, LineBatch, loggerTo, type PlainFields } from '../../common/logger.ts';
+import { infoLine, LineBatch, loggerTo, type PlainFields } from '../../platform/logger.ts';
 
 /** A logger as createLogger makes it, writing its lines to an array. */
 function captured(level = 'info') {

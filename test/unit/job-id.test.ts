@@ -1,5 +1,5 @@
 import test from 'ava';
-import { jobIdFor } from '../../common/queues.ts';
+import { jobIdFor } from '../../platform/queues.ts';
 
 test('job ids: deterministic, per environment, never a colon, distinct for IDs that differ only in an unpaired surrogate', (t) => {
   const env = '3f1c2a4e-1234-4567-89ab-0123456789ab';

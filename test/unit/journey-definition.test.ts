@@ -1,5 +1,5 @@
 import test from 'ava';
-import { eventNamesOf, parseJourneyDefinition } from '../../common/domain/journey-definition.ts';
+import { eventNamesOf, parseJourneyDefinition } from '../../journeys/journey-definition.ts';
 
 const example = {
   name: 'Onboarding',

@@ -1,7 +1,7 @@
 import test from 'ava';
-import { checkJourneyLimits, JOURNEY_LIMIT_BYTES, JOURNEY_MAX_DEPTH, mayDriveJourneys } from '../../common/domain/journey-limits.ts';
-import type { JourneyLimits } from '../../common/domain/journey-limits.ts';
-import { stringifyJson } from '../../common/domain/json-text.ts';
+import { checkJourneyLimits, JOURNEY_LIMIT_BYTES, JOURNEY_MAX_DEPTH, mayDriveJourneys } from '../../events/journey-limits.ts';
+import type { JourneyLimits } from '../../events/journey-limits.ts';
+import { stringifyJson } from '../../platform/json-text.ts';
 
 const WITHIN: JourneyLimits = { within: true };
 const TOO_LARGE: JourneyLimits = { within: false, reason: 'too_large' };

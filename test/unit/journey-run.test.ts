@@ -1,6 +1,6 @@
 import test from 'ava';
-import type { JourneyDefinition } from '../../common/domain/journey-definition.ts';
-import { advance, awaitsEvents, mayEnter, onEvent, onTimer, startRun } from '../../common/domain/journey-run.ts';
+import type { JourneyDefinition } from '../../journeys/journey-definition.ts';
+import { advance, awaitsEvents, mayEnter, onEvent, onTimer, startRun } from '../../journeys/journey-run.ts';
 
 const def: JourneyDefinition = {
   name: 'Onboarding',

@@ -1,9 +1,11 @@
 import test from 'ava';
-import { decodeIdentify, decodeTrack } from '../../common/json-tasks.ts';
-import { toIdentifyCall } from '../../common/store/identify-plan.ts';
+import { JSON_TASKS } from '../../gateway/json-tasks.ts';
+import { decodeTrack } from '../../events/track.ts';
+import { decodeIdentify } from '../../identify/validation.ts';
+import { planIdentifyBatch, toIdentifyCall } from '../../identify/identify-plan.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
-import { createJsonPool, inlineJsonWork } from '../../common/json-pool.ts';
-import { TRACK_MESSAGES } from '../../common/validation/track.ts';
+import { createJsonPool, inlineJsonWork } from '../../platform/json-pool.ts';
+import { TRACK_MESSAGES } from '../../events/track.ts';
 
 const track = (fields: Record<string, unknown> = {}) =>
   JSON.stringify({ type: 'track', messageId: 'm', event: 'E', userId: 'u', timestamp: '2024-01-01T00:00:00Z', ...fields });
@@ -38,23 +40,23 @@ test('decodeIdentify: not JSON, issues, too far ahead, or the input with its tra
 });
 
 test('the pool runs large input on a thread and gives the same answers as inline', async (t) => {
-  const pool = createJsonPool({ threads: 1, inlineChars: 1000 });
+  const pool = createJsonPool(JSON_TASKS, { threads: 1, inlineChars: 1000 });
   t.teardown(() => pool.close());
   const deep = 200_000;
   const body = `{"userId":"u","traits":{"deep":${'['.repeat(deep)}${']'.repeat(deep)}}}`;
-  const threaded = await pool.run('decodeIdentify', body, 0);
-  t.deepEqual(threaded, await inlineJsonWork.run('decodeIdentify', body, 0));
+  const threaded = await pool.run(decodeIdentify, body, 0);
+  t.deepEqual(threaded, await inlineJsonWork.run(decodeIdentify, body, 0));
   t.is(threaded.kind === 'ok' && threaded.input.traitsText.length, body.length - '{"userId":"u","traits":}'.length);
   // Small input stays inline; a task's error rejects its promise, on a thread too.
-  t.deepEqual(await pool.run('decodeTrack', 'x'), { kind: 'notJson' });
-  t.deepEqual(await pool.run('decodeTrack', 'x'.repeat(2000)), { kind: 'notJson' });
+  t.deepEqual(await pool.run(decodeTrack, 'x'), { kind: 'notJson' });
+  t.deepEqual(await pool.run(decodeTrack, 'x'.repeat(2000)), { kind: 'notJson' });
 });
 
 // Serial: the other tests of this file run large input inline, on this same event loop.
 test.serial('the event loop stays free while a thread parses a 4 MB body nested 2,000,000 levels', async (t) => {
-  const pool = createJsonPool({ threads: 1 });
+  const pool = createJsonPool(JSON_TASKS, { threads: 1 });
   t.teardown(() => pool.close());
-  await pool.run('decodeTrack', 'x'.repeat(20_000)); // the thread is started
+  await pool.run(decodeTrack, 'x'.repeat(20_000)); // the thread is started
   const depth = 2_000_000;
   const body = `{"userId":"u","traits":{"deep":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
   let ticks = 0;
@@ -66,7 +68,7 @@ test.serial('the event loop stays free while a thread parses a 4 MB body nested 
     last = now;
     ticks++;
   }, 5);
-  const result = await pool.run('decodeIdentify', body, 0);
+  const result = await pool.run(decodeIdentify, body, 0);
   clearInterval(timer);
   t.is(result.kind, 'ok');
   t.true(ticks > 20, `${ticks} timer ticks while the thread worked`);
@@ -76,15 +78,15 @@ test.serial('the event loop stays free while a thread parses a 4 MB body nested 
 });
 
 test('work inside an Identify transaction goes before bodies waiting to be decoded', async (t) => {
-  const pool = createJsonPool({ threads: 1, inlineChars: 1000 });
+  const pool = createJsonPool(JSON_TASKS, { threads: 1, inlineChars: 1000 });
   t.teardown(() => pool.close());
   const body = `{"userId":"u","traits":{"deep":${'['.repeat(300_000)}${']'.repeat(300_000)}}}`;
   const finished: string[] = [];
-  const decodes = [1, 2, 3].map((i) => pool.run('decodeIdentify', body, 0).then(() => finished.push(`decode ${i}`)));
+  const decodes = [1, 2, 3].map((i) => pool.run(decodeIdentify, body, 0).then(() => finished.push(`decode ${i}`)));
   const traitsText = `{"a":"${'x'.repeat(2000)}"}`;
   const call = toIdentifyCall({ id: 'env', features: [] }, identifyInput('u', { a: 'x'.repeat(2000) }, { messageId: 'm', timestampMs: 1 }), 1);
   const snapshot = { users: new Map(), profiles: new Map(), priors: new Map(), decisions: new Map() };
-  const merge = pool.runFor([traitsText], 'planIdentifyBatch', [call], snapshot, 1).then(() => finished.push('merge'));
+  const merge = pool.runFor([traitsText], planIdentifyBatch, [call], snapshot, 1).then(() => finished.push('merge'));
   await Promise.all([...decodes, merge]);
   // The first decode had already started; the merge overtakes the other two.
   t.deepEqual(finished, ['decode 1', 'merge', 'decode 2', 'decode 3']);
@@ -101,16 +103,16 @@ test('decodeIdentify: issues come back as JSON text, however many', (t) => {
 });
 
 test('a small body nested deeply is decoded on a thread too; a small shallow one inline', async (t) => {
-  const pool = createJsonPool({ threads: 1 });
+  const pool = createJsonPool(JSON_TASKS, { threads: 1 });
   t.teardown(() => pool.close());
   // 16 KB nested 8,000 levels: ~45 ms inline (JSON.stringify's RangeError at the stack limit).
   const deep = `{"userId":"u","traits":{"d":${'['.repeat(8000)}${']'.repeat(8000)}}}`;
   const shallow = `{"userId":"u","traits":{"d":[${'1,'.repeat(5000)}1]}}`;
-  t.is((await pool.run('decodeIdentify', shallow, 0)).kind, 'ok');
+  t.is((await pool.run(decodeIdentify, shallow, 0)).kind, 'ok');
   t.is(pool.threaded(), 0);
-  t.is((await pool.run('decodeIdentify', deep, 0)).kind, 'ok');
+  t.is((await pool.run(decodeIdentify, deep, 0)).kind, 'ok');
   t.is(pool.threaded(), 1);
   // 1,000 levels (the object and 999 arrays) stay inline.
-  t.is((await pool.run('decodeTrack', `{"d":${'['.repeat(999)}${']'.repeat(999)}}`)).kind, 'invalid');
+  t.is((await pool.run(decodeTrack, `{"d":${'['.repeat(999)}${']'.repeat(999)}}`)).kind, 'invalid');
   t.is(pool.threaded(), 1);
 });

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { JsonText, nestsDeeperThan, stringifyJson, serializeIteratively } from '../../common/domain/json-text.ts';
+import { JsonText, nestsDeeperThan, stringifyJson, serializeIteratively } from '../../platform/json-text.ts';
 
 const DEEP = 200_000;
 

@@ -1,9 +1,9 @@
 // The key cache's memory (gateway/key-cache.ts) and the eviction rule it shares with the profile
-// cache (common/lru.ts): a byte budget, least recently used first, and keys that let no request
+// cache (platform/lru.ts): a byte budget, least recently used first, and keys that let no request
 // in kept apart from those that do.
 import test from 'ava';
-import { hashApiKey } from '../../common/domain/api-key.ts';
-import { Lru } from '../../common/lru.ts';
+import { hashApiKey } from '../../environments/api-key.ts';
+import { Lru } from '../../platform/lru.ts';
 import { KeyCache, keyEntryBytes, REFUSED_SHARE } from '../../gateway/key-cache.ts';
 import { keyRecord } from '../helpers/heap.ts';
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { LineBatch } from '../../common/logger.ts';
+import { LineBatch } from '../../platform/logger.ts';
 
 /** A writer that records what it is handed (the file writer's side of LineBatch). */
 function recorder() {

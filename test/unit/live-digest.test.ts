@@ -2,7 +2,7 @@
 // HEADS_SCRIPT returns for each event, decoded) and its shared reads (shared-read.ts). The script
 // itself runs against Redis in test/ops/live-view.test.ts.
 import test from 'ava';
-import { storedTrackPayload } from '../../common/domain/track-payload.ts';
+import { storedTrackPayload } from '../../events/track-payload.ts';
 import { fieldIs, KEPT_CHARS, leadingMembers, parseHead, readString } from '../../gateway/live/batch-digest.ts';
 import { createSharedReads } from '../../gateway/live/shared-read.ts';
 
@@ -16,7 +16,9 @@ function headText(body: Record<string, unknown>): string {
 }
 
 test('a head of the gateway form: environment, messageId, receivedAt, event, user and anonymous ID', (t) => {
-  const head = parseHead(headText({ type: 'track', messageId: 'm-1', event: 'Signed Up', userId: 'ann', timestamp: '2026-01-01T10:00:00Z', properties: { a: 1 } }));
+  const head = parseHead(
+    headText({ type: 'track', messageId: 'm-1', event: 'Signed Up', userId: 'ann', timestamp: '2026-01-01T10:00:00Z', properties: { a: 1 } }),
+  );
   t.deepEqual(head, {
     environmentId: ENV,
     messageId: { value: 'm-1', whole: true },
@@ -43,7 +45,9 @@ test('values with quotes, backslashes, escapes, controls, bidi, lone surrogates 
     '',
   ];
   for (const value of tricky) {
-    const head = parseHead(headText({ type: 'track', messageId: `m${value}`, event: value, userId: null, anonymousId: value, timestamp: '2026-01-01T10:00:00Z' }));
+    const head = parseHead(
+      headText({ type: 'track', messageId: `m${value}`, event: value, userId: null, anonymousId: value, timestamp: '2026-01-01T10:00:00Z' }),
+    );
     t.is(head?.messageId.value, `m${value}`, JSON.stringify(value));
     t.is(head?.event.value, value, JSON.stringify(value));
     t.is(head?.anonymousId?.value, value, JSON.stringify(value));
@@ -114,7 +118,10 @@ test('shared reads: one read per key while it is fresh, whoever asks; a failed r
   shared.forget('b');
   t.is(await shared.get('b', read), 4, 'forgotten: read again');
 
-  await t.throwsAsync(shared.get('c', async () => Promise.reject(new Error('redis away'))), { message: 'redis away' });
+  await t.throwsAsync(
+    shared.get('c', async () => Promise.reject(new Error('redis away'))),
+    { message: 'redis away' },
+  );
   t.is(await shared.get('c', read), 5, 'a failed read is not kept');
 
   // Beyond maxKeys the oldest go.

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { pino } from 'pino';
-import { isoTimeOncePerMs } from '../../common/logger.ts';
+import { isoTimeOncePerMs } from '../../platform/logger.ts';
 
 test("the cached timestamp is pino's isoTime: same text for the same millisecond, a new one when the clock moves", async (t) => {
   const time = isoTimeOncePerMs();

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { isValidOrgSlug, isValidPathValue } from '../../common/domain/org-slug.ts';
+import { isValidOrgSlug, isValidPathValue } from '../../environments/org-slug.ts';
 
 const both = test.macro({
   exec(t, input: string, pathValue: boolean, orgSlug: boolean) {

@@ -10,7 +10,7 @@ import {
   removed,
   type HealthRules,
   type PartitionHealth,
-} from '../../common/domain/partition-health.ts';
+} from '../../platform/partition-health.ts';
 
 const RULES: HealthRules = { probeBaseMs: 100, probeCapMs: 2000, stableMs: 10_000 };
 

@@ -11,7 +11,7 @@ import {
   retentionBound,
   retentionCutoff,
   utcDay,
-} from '../../common/domain/partition-plan.ts';
+} from '../../events/partition-plan.ts';
 
 const d = (iso: string) => Date.parse(iso);
 
@@ -61,7 +61,10 @@ test('the retention cutoff is the start of the oldest day kept whole: an event r
   const days = Array.from({ length: 10 }, (_, i) => d('2026-11-20') + i * DAY_MS);
   for (const now of [d('2026-11-27T00:00:00Z'), d('2026-11-27T05:00:00Z'), d('2026-11-29T23:59:59.999Z')]) {
     const cutoff = retentionCutoff(now, 2)!;
-    t.deepEqual(daysPastRetention(days, now, 2), days.filter((day) => day < cutoff));
+    t.deepEqual(
+      daysPastRetention(days, now, 2),
+      days.filter((day) => day < cutoff),
+    );
   }
 });
 

@@ -1,10 +1,10 @@
-// The keys of a person (common/store/person.ts): the user key is the user ID trimmed as
+// The keys of a person (profiles/person.ts): the user key is the user ID trimmed as
 // JavaScript trims it, escaped for PostgreSQL; the lock keys of different kinds never meet; and
 // the migration's SQL copy of the trim (intake_padded_user_key, for rows stored before the
 // column) is the same rule for every UTF-16 code unit, checked against the real PostgreSQL.
 import test from 'ava';
 import pg from 'pg';
-import { toPgText } from '../../common/domain/pg-text.ts';
+import { toPgText } from '../../platform/pg-text.ts';
 import {
   consentLock,
   emailLock,
@@ -16,7 +16,7 @@ import {
   userHashOfKey,
   userKeyOf,
   userLock,
-} from '../../common/store/person.ts';
+} from '../../profiles/person.ts';
 import { migrateOnce, TEST_DATABASE_URL } from '../helpers/services.ts';
 
 test('the user key is the trimmed ID in its stored form; its hash keys the same person whatever the padding', (t) => {
@@ -56,7 +56,10 @@ test("the migration's intake_padded_user_key trims exactly what JavaScript's tri
   const units: string[] = [];
   for (let c = 1; c <= 0xffff; c++) if (c < 0xd800 || c > 0xdfff) units.push(String.fromCharCode(c));
   const ids = units.flatMap((u) => [`${u}id`, `id${u}`, `${u}${u}i d${u}`]);
-  const { rows } = await client.query<{ k: string | null }>('SELECT intake_padded_user_key(u) AS k FROM unnest($1::text[]) WITH ORDINALITY AS x(u, n) ORDER BY n', [ids]);
+  const { rows } = await client.query<{ k: string | null }>(
+    'SELECT intake_padded_user_key(u) AS k FROM unnest($1::text[]) WITH ORDINALITY AS x(u, n) ORDER BY n',
+    [ids],
+  );
   const differ = ids.filter((id, i) => rows[i].k !== paddedUserKey(id));
   t.deepEqual(
     differ.map((id) => [...id].map((c) => c.charCodeAt(0).toString(16))),

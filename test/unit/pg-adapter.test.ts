@@ -2,7 +2,7 @@
 // the client's side, whatever the client's. Fails when node-postgres stops reading it.
 import test from 'ava';
 import pg from 'pg';
-import { withQueryTimeout } from '../../common/db.ts';
+import { withQueryTimeout } from '../../platform/db.ts';
 import { TEST_DATABASE_URL } from '../helpers/services.ts';
 
 test("a query's own query_timeout ends it on the client's side, before the client's bound", async (t) => {

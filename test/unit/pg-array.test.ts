@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 import test from 'ava';
 import fc from 'fast-check';
-import { pgArrayLiteral } from '../../common/pg-array.ts';
+import { pgArrayLiteral } from '../../platform/pg-array.ts';
 
 const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils') as { prepareValue(v: unknown): unknown };
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { fromPgText, isPlainText, toPgText } from '../../common/domain/pg-text.ts';
+import { fromPgText, isPlainText, toPgText } from '../../platform/pg-text.ts';
 
 test('the escape is injective and reversible, and leaves ordinary text alone', (t) => {
   const samples = ['plain', 'a\\b', '\\0', 'x\0y', '\ud800', 'a\udfffb', '😀', '\\ud800', 'q😀\ud800', '\0\\\ud83d'];

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { createLogger } from '../../common/logger.ts';
-import { startPollLoop, type PollLoop } from '../../common/poll-loop.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { startPollLoop, type PollLoop } from '../../platform/poll-loop.ts';
 
 const log = createLogger('silent', 'test');
 const HOUR = 3_600_000;

@@ -1,8 +1,8 @@
 import test from 'ava';
 import { createHmac } from 'node:crypto';
-import { auditUserHash, decisionsToRemove, dropReason, operatorName, userKeyBits } from '../../common/domain/privacy.ts';
-import { identityHash } from '../../common/domain/identity-hash.ts';
-import { userHashOf } from '../../common/store/person.ts';
+import { auditUserHash, decisionsToRemove, dropReason, operatorName, userKeyBits } from '../../privacy/rules.ts';
+import { identityHash } from '../../platform/identity-hash.ts';
+import { userHashOf } from '../../profiles/person.ts';
 
 test('a user ID is keyed trimmed, as Identify stores it (the key of profile_users)', (t) => {
   t.deepEqual(userHashOf('  alice \t'), identityHash('alice'));

@@ -1,12 +1,12 @@
-// The profile cache behind Identify's one-round-trip path (common/store/profile-cache.ts): a
+// The profile cache behind Identify's one-round-trip path (identify/profile-cache.ts): a
 // batch is served from it only when every call's profile is held and no call needs what it
 // does not keep; it keeps what committed batches wrote, within its size.
 import test from 'ava';
-import { toIdentifyCall, type Plan } from '../../common/store/identify-plan.ts';
-import { fitsCachedWrite } from '../../common/store/identify-write.ts';
-import { ProfileCache } from '../../common/store/profile-cache.ts';
+import { toIdentifyCall, type Plan } from '../../identify/identify-plan.ts';
+import { fitsCachedWrite } from '../../identify/identify-write.ts';
+import { ProfileCache } from '../../identify/profile-cache.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
-import type { IdentifyInput } from '../../common/validation/identify.ts';
+import type { IdentifyInput } from '../../identify/validation.ts';
 
 const ENV = '00000000-0000-4000-8000-000000000001';
 
@@ -19,7 +19,18 @@ function written(users: [string, string][], fieldsOf: (id: string) => string = (
   return {
     verdicts: [],
     changed: [],
-    profiles: ids.map((id) => ({ id, envId: ENV, fields: fieldsOf(id), times: '{"a":1}', updatedAt: 1, email: null, createdAt: 1, claims: null, latest: {}, isNew: false })),
+    profiles: ids.map((id) => ({
+      id,
+      envId: ENV,
+      fields: fieldsOf(id),
+      times: '{"a":1}',
+      updatedAt: 1,
+      email: null,
+      createdAt: 1,
+      claims: null,
+      latest: {},
+      isNew: false,
+    })),
     moved,
     users: [],
     userProfiles: users.map(([u, id]) => [`${ENV}:${u}`, id]),

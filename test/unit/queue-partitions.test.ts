@@ -1,9 +1,9 @@
 import test from 'ava';
 import { ReplyError } from 'ioredis';
-import { loadConfig } from '../../common/config.ts';
-import { CLUSTER_SLOTS, eventsPartitionTags, eventsQueueNames, keySlot, queueName } from '../../common/queue-keys.ts';
-import { credentials } from '../../common/redis.ts';
-import { ReplicaAckError } from '../../common/replica-ack.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { CLUSTER_SLOTS, eventsPartitionTags, eventsQueueNames, keySlot, queueName } from '../../platform/queue-keys.ts';
+import { credentials } from '../../platform/redis.ts';
+import { ReplicaAckError } from '../../platform/replica-ack.ts';
 import { triesAnotherPartition } from '../../gateway/event-batcher.ts';
 
 test('keySlot: the slots Redis computes (the hash tag alone counts)', (t) => {

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { createLagClock, type ReplicaState } from '../../common/read-replica.ts';
-import { fuller } from '../../common/redis-memory.ts';
+import { createLagClock, type ReplicaState } from '../../platform/read-replica.ts';
+import { fuller } from '../../platform/redis-memory.ts';
 
 const standby = (replayLsn: bigint | null, sinceReplayMs: number | null = null): ReplicaState => ({ standby: true, replayLsn, sinceReplayMs });
 

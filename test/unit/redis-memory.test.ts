@@ -1,6 +1,6 @@
 import test from 'ava';
 import { ReplyError } from 'ioredis';
-import { estimatedJobBytes, highWaterMark, isOomError, parseMemoryInfo, roomAgainBelow, WORKER_HEADROOM_BYTES } from '../../common/redis-memory.ts';
+import { estimatedJobBytes, highWaterMark, isOomError, parseMemoryInfo, roomAgainBelow, WORKER_HEADROOM_BYTES } from '../../platform/redis-memory.ts';
 
 const MB = 1_048_576;
 

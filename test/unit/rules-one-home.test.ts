@@ -1,10 +1,10 @@
 // Rules with one home each: the future bound (Identify's timestamp, consent's consentedAt) and
 // the organization features.
 import test from 'ava';
-import { FEATURE, FEATURES, hasFeature } from '../../common/domain/features.ts';
-import { isTooFarAhead, MAX_AHEAD_MS } from '../../common/domain/future-bound.ts';
-import { toDecision } from '../../common/domain/consent.ts';
-import { checkIdentify } from '../../common/validation/identify.ts';
+import { FEATURE, FEATURES, hasFeature } from '../../environments/features.ts';
+import { isTooFarAhead, MAX_AHEAD_MS } from '../../events/future-bound.ts';
+import { toDecision } from '../../identify/consent.ts';
+import { checkIdentify } from '../../identify/validation.ts';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 
@@ -20,7 +20,21 @@ test('Identify and consent apply the same bound', (t) => {
   t.true(checkIdentify(call(at(NOW + MAX_AHEAD_MS)), NOW).ok);
   t.deepEqual(checkIdentify(call(at(NOW + MAX_AHEAD_MS + 1)), NOW), { ok: false, tooFarAhead: true });
   const decision = (consentedAt: number) =>
-    toDecision({ channel: 'email', address: 'a@b.c', purpose: 'marketing', status: 'granted', basis: 'consent', source: 'api', consentedAt, proofRef: null, expiresAt: null } as never, NOW - 1000, NOW);
+    toDecision(
+      {
+        channel: 'email',
+        address: 'a@b.c',
+        purpose: 'marketing',
+        status: 'granted',
+        basis: 'consent',
+        source: 'api',
+        consentedAt,
+        proofRef: null,
+        expiresAt: null,
+      } as never,
+      NOW - 1000,
+      NOW,
+    );
   t.is(decision(NOW + MAX_AHEAD_MS).decidedAt, NOW + MAX_AHEAD_MS);
   t.is(decision(NOW + MAX_AHEAD_MS + 1).decidedAt, NOW - 1000, 'beyond the bound: the call time');
 });

@@ -1,6 +1,6 @@
 import test from 'ava';
-import type { Decision } from '../../common/domain/consent.ts';
-import { gateSend, sendAddress } from '../../common/domain/send-gate.ts';
+import type { Decision } from '../../identify/consent.ts';
+import { gateSend, sendAddress } from '../../journeys/send-gate.ts';
 
 const decision = (status: Decision['status'], expiresAt: number | null = null): Decision => ({
   channel: 'email',

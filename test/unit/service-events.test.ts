@@ -1,6 +1,6 @@
 import test from 'ava';
-import { toDecision } from '../../common/domain/consent.ts';
-import { profileFieldsChanged, subscriptionChanged } from '../../common/domain/service-events.ts';
+import { toDecision } from '../../identify/consent.ts';
+import { profileFieldsChanged, subscriptionChanged } from '../../events/service-events.ts';
 import { decisionInput } from '../helpers/consent-input.ts';
 
 const subject = { userId: 'u1', profileId: 'p1', messageId: 'm1' };

@@ -3,7 +3,7 @@
 // test/unit/error-classes.test.ts).
 import test from 'ava';
 import { ReplyError } from 'ioredis';
-import { Prisma } from '../../common/generated/prisma/client.ts';
+import { Prisma } from '../../platform/generated/prisma/client.ts';
 import { settingHint } from '../../cli/setting-errors.ts';
 
 const config = { databaseUrl: 'postgresql://postgres@127.0.0.1:4199/intake_dev', redisUrl: 'redis://127.0.0.1:6390/2' };

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { parseTimestamp } from '../../common/validation/timestamp.ts';
+import { parseTimestamp } from '../../platform/validation/timestamp.ts';
 
 const accepts = test.macro({
   exec(t, input: string, expectedIso: string) {

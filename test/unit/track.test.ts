@@ -1,6 +1,6 @@
 import test from 'ava';
-import { checkTrack, TRACK_MESSAGES } from '../../common/validation/track.ts';
-import { receivedType } from '../../common/validation/received-type.ts';
+import { checkTrack, TRACK_MESSAGES } from '../../events/track.ts';
+import { receivedType } from '../../platform/validation/received-type.ts';
 
 const valid = () => ({
   type: 'track',
@@ -125,7 +125,7 @@ test('reserved name with a space', passes, body({ event: 'subscription_changed '
 test('far-future timestamp', passes, body({ timestamp: '9999-12-31T23:59:59Z' }));
 test('pre-1970 timestamp', passes, body({ timestamp: '0001-01-01T00:00:00Z' }));
 
-// Identifiers with an unpaired UTF-16 surrogate (common/validation/well-formed.ts)
+// Identifiers with an unpaired UTF-16 surrogate (platform/validation/well-formed.ts)
 for (const [name, value] of [
   ['high', 'a\ud800'],
   ['low', '\udfffa'],
@@ -223,4 +223,3 @@ test('defaults are fresh objects per call', (t) => {
   if (!a.ok || !b.ok) return t.fail();
   t.not(a.event.properties, b.event.properties);
 });
-

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { joinTraits, mergeTraits, type TraitState } from '../../common/domain/trait-merge.ts';
+import { joinTraits, mergeTraits, type TraitState } from '../../identify/trait-merge.ts';
 
 const state = (fields: Record<string, unknown>, times: Record<string, number>, updatedAt: number): TraitState => ({ fields, times, updatedAt });
 

@@ -3,7 +3,7 @@
 // that fails keeps the last difference.
 import test from 'ava';
 import pg from 'pg';
-import { createTrustedClock, measureOffset } from '../../common/trusted-clock.ts';
+import { createTrustedClock, measureOffset } from '../../platform/trusted-clock.ts';
 import { TEST_DATABASE_URL } from '../helpers/services.ts';
 
 test("against the real PostgreSQL on this host, the difference is within the round trip and now() is this host's time", async (t) => {

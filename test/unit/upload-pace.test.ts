@@ -1,5 +1,5 @@
 import test from 'ava';
-import { allowedUploadMs, uploadOverdue } from '../../common/domain/upload-pace.ts';
+import { allowedUploadMs, uploadOverdue } from '../../gateway/upload-pace.ts';
 
 const pace = { graceMs: 5000, minBytesPerSecond: 16_384 };
 

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import test from 'ava';
 import { pino } from 'pino';
-import { errorKind, throttleWarnings } from '../../common/warn-throttle.ts';
+import { errorKind, throttleWarnings } from '../../platform/warn-throttle.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 
 function captured() {

@@ -6,8 +6,8 @@
 import test from 'ava';
 import { eventsGet, eventsRetry } from '../../cli/commands/events.ts';
 import { OperatorError } from '../../cli/operator.ts';
-import { createLogger } from '../../common/logger.ts';
-import { DEAD_LETTER_QUEUE, eventBatchName, jobIdFor } from '../../common/queues.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { DEAD_LETTER_QUEUE, eventBatchName, jobIdFor } from '../../platform/queues.ts';
 import { startDashboard } from '../../gateway/dashboard.ts';
 import { batchCompleted, queuedEvent } from '../helpers/batches.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';

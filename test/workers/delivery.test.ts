@@ -3,11 +3,11 @@
 import test from 'ava';
 import { eventsGet, eventsNames } from '../../cli/commands/events.ts';
 import { OperatorError } from '../../cli/operator.ts';
-import { eventBatchName, jobIdFor, type QueuedEvent } from '../../common/queues.ts';
+import { eventBatchName, jobIdFor, type QueuedEvent } from '../../platform/queues.ts';
 import { batchCompleted, queuedMessageIds } from '../helpers/batches.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
-import { capturedLogger, gatewayInProcess, spawnIntake, workerInProcess, type Child } from '../helpers/processes.ts';
+import { capturedLogger, gatewayInProcess, harnessWithGatewayAndWorker, spawnIntake, workerInProcess, type Child } from '../helpers/processes.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_DATABASE_URL, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -16,16 +16,8 @@ let h: Harness;
 let gateway: { url: string; close(): Promise<void> };
 let worker: { close(): Promise<void> };
 
-test.before(async () => {
-  h = await openHarness();
-  gateway = await gatewayInProcess(h);
-  worker = await workerInProcess(h);
-});
-
-test.after.always(async () => {
-  await gateway?.close();
-  await worker?.close();
-  await h?.close();
+harnessWithGatewayAndWorker(test, (...opened) => {
+  [h, gateway, worker] = opened;
 });
 
 const send = (url: string, tenant: Tenant, body: Record<string, unknown>) =>

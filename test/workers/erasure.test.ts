@@ -6,18 +6,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { Worker, type Queue } from 'bullmq';
-import { createRedis } from '../../common/redis.ts';
+import { createRedis } from '../../platform/redis.ts';
 import { journeyCreate, journeyPublish } from '../../cli/commands/journey.ts';
 import { usersAudit, usersForget, usersSuppress } from '../../cli/commands/users.ts';
-import { identityHash } from '../../common/domain/identity-hash.ts';
-import { toPgText } from '../../common/domain/pg-text.ts';
-import { poolOf } from '../../common/db.ts';
-import { applyIdentifyBatch } from '../../common/store/identify-batch.ts';
-import { userLock } from '../../common/store/person.ts';
-import { toIdentifyCall } from '../../common/store/identify-plan.ts';
+import { identityHash } from '../../platform/identity-hash.ts';
+import { toPgText } from '../../platform/pg-text.ts';
+import { poolOf } from '../../platform/db.ts';
+import { applyIdentifyBatch } from '../../identify/identify-batch.ts';
+import { userLock } from '../../profiles/person.ts';
+import { toIdentifyCall } from '../../identify/identify-plan.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
-import { messageKeyOf } from '../../common/store/identify-write.ts';
-import { identifyCallsKey } from '../../common/live-keys.ts';
+import { messageKeyOf } from '../../identify/identify-write.ts';
+import { identifyCallsKey } from '../../platform/live-keys.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { acceptedTrack, appliedIdentify, request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
@@ -304,7 +304,8 @@ test.serial('after a plain erasure the same Track and Identify messageIds are ne
   const tenant = await newTenant(h);
   const worker = await workerInProcess(h);
   t.teardown(() => worker.close());
-  const stored = (messageId: string) => count(`SELECT count(*) AS n FROM events WHERE environment_id = $1::uuid AND message_id = $2`, tenant.environmentId, messageId);
+  const stored = (messageId: string) =>
+    count(`SELECT count(*) AS n FROM events WHERE environment_id = $1::uuid AND message_id = $2`, tenant.environmentId, messageId);
   await track(tenant, { userId: 'fay', messageId: 'fay-t1' });
   await identify(tenant, { userId: 'fay', messageId: 'fay-i1', traits: { a: 1 } });
   await eventually(async () => (await stored('fay-t1')) === 1);
@@ -385,63 +386,67 @@ test.serial('audit records name their environment and hold a keyed hash; suppres
   t.is((await usersAudit(h.operator, [tenant.slug, '--user', 'gill'])).length, 0);
 });
 
-test.serial('an erasure racing ~20 joining Identify calls in flight finishes in one go, long before the load stops, and leaves nothing of the person', async (t) => {
-  const tenant = await newTenant(h, 'join-by-email');
-  const email = 'joiner@example.com';
-  await identify(tenant, { userId: 'hub', traits: { email, name: 'Hub' } });
-  // Enough user IDs joined before the erasure that one lock per user ID would pass PostgreSQL's lock table.
-  const env = { id: tenant.environmentId, features: ['join-by-email'] };
-  for (let b = 0; b < 20; b++) {
-    const calls = Array.from({ length: 200 }, (_, k) => toIdentifyCall(env, identifyInput(`pre-${b}-${k}`, { email }), Date.now()));
-    t.true((await applyIdentifyBatch(poolOf(h.db), calls)).every((o) => o === 'applied'));
-  }
-  const acknowledged: { userId: string; invokedAt: number; answeredAt: number }[] = [];
-  let sending = true;
-  let next = 0;
-  const client = async () => {
-    while (sending) {
-      const userId = `joiner-${next++}`;
-      const invokedAt = Date.now();
-      const reply = await request(gateway.url, `/api/identify/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: { userId, traits: { email } } }).catch(
-        () => null,
-      );
-      if (reply?.status === 200) acknowledged.push({ userId, invokedAt, answeredAt: Date.now() });
+test.serial(
+  'an erasure racing ~20 joining Identify calls in flight finishes in one go, long before the load stops, and leaves nothing of the person',
+  async (t) => {
+    const tenant = await newTenant(h, 'join-by-email');
+    const email = 'joiner@example.com';
+    await identify(tenant, { userId: 'hub', traits: { email, name: 'Hub' } });
+    // Enough user IDs joined before the erasure that one lock per user ID would pass PostgreSQL's lock table.
+    const env = { id: tenant.environmentId, features: ['join-by-email'] };
+    for (let b = 0; b < 20; b++) {
+      const calls = Array.from({ length: 200 }, (_, k) => toIdentifyCall(env, identifyInput(`pre-${b}-${k}`, { email }), Date.now()));
+      t.true((await applyIdentifyBatch(poolOf(h.db), calls)).every((o) => o === 'applied'));
     }
-  };
-  const clients = Array.from({ length: 20 }, client);
-  await sleep(1500);
-  const started = Date.now();
-  const erasure = usersForget(h.operator, [tenant.slug, 'hub']).then(
-    (summary) => ({ summary, finished: Date.now() }),
-    (err: Error) => ({ err, finished: Date.now() }),
-  );
-  // The load goes on for 3 s after the erasure began, whatever it does.
-  await sleep(3000);
-  sending = false;
-  await Promise.all(clients);
-  const outcome = await erasure;
-  if ('err' in outcome) return t.fail(`the erasure failed: ${outcome.err.message}`);
-  const { summary, finished } = outcome;
-  t.log(`erasure took ${finished - started} ms with ${summary.joinedUserIds.length} joined user IDs; ${acknowledged.length} joining calls answered`);
-  t.true(finished - started < 2500, `the erasure took ${finished - started} ms: it must not wait for the load to stop`);
-  t.true(summary.joinedUserIds.length >= 4000);
-  const erased = new Set(summary.joinedUserIds);
-  for (const call of acknowledged) {
-    // Answered before the erasure began: joined, and erased with the person.
-    if (call.answeredAt < started) t.true(erased.has(call.userId), `${call.userId} joined before the erasure`);
-    // Sent after it ended: new data, a profile of its own.
-    if (call.invokedAt > finished) t.not(await profileOf(tenant, call.userId), null, call.userId);
-  }
-  for (const userId of ['hub', ...summary.joinedUserIds.slice(0, 50)]) t.is(await profileOf(tenant, userId), null, userId);
-  t.is(
-    await count(
-      `SELECT count(*) AS n FROM profile_users WHERE environment_id = $1::uuid AND user_hash = ANY($2::bytea[])`,
-      tenant.environmentId,
-      summary.joinedUserIds.map((u) => identityHash(u)),
-    ),
-    0,
-  );
-});
+    const acknowledged: { userId: string; invokedAt: number; answeredAt: number }[] = [];
+    let sending = true;
+    let next = 0;
+    const client = async () => {
+      while (sending) {
+        const userId = `joiner-${next++}`;
+        const invokedAt = Date.now();
+        const reply = await request(gateway.url, `/api/identify/${tenant.slug}`, {
+          headers: { 'x-api-key': tenant.key },
+          body: { userId, traits: { email } },
+        }).catch(() => null);
+        if (reply?.status === 200) acknowledged.push({ userId, invokedAt, answeredAt: Date.now() });
+      }
+    };
+    const clients = Array.from({ length: 20 }, client);
+    await sleep(1500);
+    const started = Date.now();
+    const erasure = usersForget(h.operator, [tenant.slug, 'hub']).then(
+      (summary) => ({ summary, finished: Date.now() }),
+      (err: Error) => ({ err, finished: Date.now() }),
+    );
+    // The load goes on for 3 s after the erasure began, whatever it does.
+    await sleep(3000);
+    sending = false;
+    await Promise.all(clients);
+    const outcome = await erasure;
+    if ('err' in outcome) return t.fail(`the erasure failed: ${outcome.err.message}`);
+    const { summary, finished } = outcome;
+    t.log(`erasure took ${finished - started} ms with ${summary.joinedUserIds.length} joined user IDs; ${acknowledged.length} joining calls answered`);
+    t.true(finished - started < 2500, `the erasure took ${finished - started} ms: it must not wait for the load to stop`);
+    t.true(summary.joinedUserIds.length >= 4000);
+    const erased = new Set(summary.joinedUserIds);
+    for (const call of acknowledged) {
+      // Answered before the erasure began: joined, and erased with the person.
+      if (call.answeredAt < started) t.true(erased.has(call.userId), `${call.userId} joined before the erasure`);
+      // Sent after it ended: new data, a profile of its own.
+      if (call.invokedAt > finished) t.not(await profileOf(tenant, call.userId), null, call.userId);
+    }
+    for (const userId of ['hub', ...summary.joinedUserIds.slice(0, 50)]) t.is(await profileOf(tenant, userId), null, userId);
+    t.is(
+      await count(
+        `SELECT count(*) AS n FROM profile_users WHERE environment_id = $1::uuid AND user_hash = ANY($2::bytea[])`,
+        tenant.environmentId,
+        summary.joinedUserIds.map((u) => identityHash(u)),
+      ),
+      0,
+    );
+  },
+);
 
 test.serial('the erasure removes the person from jobs that failed for good, dead letters and run service events; everyone else’s stay', async (t) => {
   const tenant = await newTenant(h);
@@ -468,7 +473,9 @@ test.serial('the erasure removes the person from jobs that failed for good, dead
     await worker.close();
   };
   const events = h.operator.eventsQueue();
-  await settle(events, 'fail', () => events.add('track (3 events)', { events: [queued(' zed ', 'z-1'), queued('other', 'o-1'), queued('zed', 'z-2')] }, { attempts: 1 }));
+  await settle(events, 'fail', () =>
+    events.add('track (3 events)', { events: [queued(' zed ', 'z-1'), queued('other', 'o-1'), queued('zed', 'z-2')] }, { attempts: 1 }),
+  );
   await settle(events, 'fail', () => events.add('track (1 event)', { events: [queued('zed', 'z-3')] }, { attempts: 1 }));
   const deadLetters = h.operator.deadLetterQueue();
   await deadLetters.add('dead', { event: queued('zed', 'z-4'), error: 'x' });

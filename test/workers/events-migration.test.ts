@@ -4,8 +4,8 @@
 // with no event lost or doubled.
 import test from 'ava';
 import pg from 'pg';
-import { createDb } from '../../common/db.ts';
-import { hasLegacyEvents, moveLegacyEvents } from '../../common/store/storage.ts';
+import { createDb } from '../../platform/db.ts';
+import { hasLegacyEvents, moveLegacyEvents } from '../../events/storage.ts';
 import { persistEvent } from '../../workers/persist-event.ts';
 import { databaseBefore } from '../helpers/migration-db.ts';
 

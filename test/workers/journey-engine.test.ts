@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { journeyCreate, journeyPublish, journeyRuns } from '../../cli/commands/journey.ts';
-import { createLogger } from '../../common/logger.ts';
-import { insertEventsOnce, type EventRow } from '../../common/store/events.ts';
-import { createJourneyEngine } from '../../workers/journeys.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { insertEventsOnce, type EventRow } from '../../events/event-store.ts';
+import { createJourneyEngine } from '../../journeys/engine.ts';
 import { type Harness, newTenant, openHarness, ownDatabase, type Tenant } from '../helpers/services.ts';
 
 let OWN_DATABASE_URL: string;

@@ -2,9 +2,9 @@
 // start), how far behind it is, queue depths read from Redis, and the age of the oldest stored
 // event (absent while none is stored).
 import test from 'ava';
-import { poolOf } from '../../common/db.ts';
-import { createEventsQueue } from '../../common/queues.ts';
-import { createRedis } from '../../common/redis.ts';
+import { poolOf } from '../../platform/db.ts';
+import { createEventsQueue } from '../../platform/queues.ts';
+import { createRedis } from '../../platform/redis.ts';
 import { BATCH_OUTCOMES, createWorkerMetrics, EVENT_OUTCOMES, JOURNEY_MESSAGE_STATUSES } from '../../workers/metrics.ts';
 import { oldestQueuedReceipt } from '../../workers/watermark.ts';
 import { eventually } from '../helpers/eventually.ts';

@@ -1,12 +1,12 @@
-// The relay's wake-up (common/store/outbox.ts createOutboxNotify): sent after the Identify
+// The relay's wake-up (identify/outbox.ts createOutboxNotify): sent after the Identify
 // transaction commits, not inside it (where it held PostgreSQL's database-wide notify lock
 // through every commit), and folded while one is in flight or waits for its gap. A LISTEN connection counts them,
 // in a database of this file's own: notifications are per database, and other test files'
 // Identify calls notify too.
 import test from 'ava';
 import pg from 'pg';
-import { poolOf } from '../../common/db.ts';
-import { createOutboxNotify, OUTBOX_CHANNEL } from '../../common/store/outbox.ts';
+import { poolOf } from '../../platform/db.ts';
+import { createOutboxNotify, OUTBOX_CHANNEL } from '../../identify/outbox.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request } from '../helpers/http.ts';
 import { gatewayInProcess, type InProcessGateway } from '../helpers/processes.ts';

@@ -7,9 +7,9 @@
 // queue (and this file's worker theirs), so rows must be invisible to other files' workers.
 import test, { type ExecutionContext } from 'ava';
 import type { Queue } from 'bullmq';
-import { createServiceEventsQueue, type ServiceEventJob } from '../../common/queues.ts';
-import { createRedis } from '../../common/redis.ts';
-import { SERVICE_EVENTS } from '../../common/store/outbox.ts';
+import { createServiceEventsQueue, type ServiceEventJob } from '../../platform/queues.ts';
+import { createRedis } from '../../platform/redis.ts';
+import { SERVICE_EVENTS } from '../../identify/outbox.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, type Reply } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';

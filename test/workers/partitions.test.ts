@@ -4,10 +4,10 @@
 // A database of the file's own: partitions are global to a database.
 import test from 'ava';
 import pg from 'pg';
-import { DAY_MS, partitionName } from '../../common/domain/partition-plan.ts';
-import { poolOf } from '../../common/db.ts';
-import { eventNames, findEvent, insertEventsOnce, recentEvents, type EventRow } from '../../common/store/events.ts';
-import { createEventPartitions, createPartitionsFor, dropEventPartition, eventPartitions } from '../../common/store/storage.ts';
+import { DAY_MS, partitionName } from '../../events/partition-plan.ts';
+import { poolOf } from '../../platform/db.ts';
+import { eventNames, findEvent, insertEventsOnce, recentEvents, type EventRow } from '../../events/event-store.ts';
+import { createEventPartitions, createPartitionsFor, dropEventPartition, eventPartitions } from '../../events/storage.ts';
 import { maintenanceRound } from '../../workers/storage-maintenance.ts';
 import { persistEvent } from '../../workers/persist-event.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -99,10 +99,16 @@ test('a messageId whose first copy is past retention is a new event, whether or 
   const first = day + 10 * 3_600_000;
   t.is(await insert([row(tenant, 'expiring', first), row(tenant, 'detached', first)]), 2);
   const resend = (messageId: string, at: number) =>
-    persistEvent(h.db, { environmentId: tenant.environmentId, messageId, receivedAt: at, timestampMs: first, payload: row(tenant, messageId, at).payload }, 'processed', null, {
-      retentionDays: 1,
-      now: () => at,
-    });
+    persistEvent(
+      h.db,
+      { environmentId: tenant.environmentId, messageId, receivedAt: at, timestampMs: first, payload: row(tenant, messageId, at).payload },
+      'processed',
+      null,
+      {
+        retentionDays: 1,
+        now: () => at,
+      },
+    );
   // A day later the first copy is within its retention: the same event.
   t.false(await resend('expiring', first + DAY_MS));
   // Once its whole day is past a day of retention it is a new event, though its partition is still there.
@@ -148,7 +154,13 @@ test('a receipt far ahead of the trusted clock is stored at the clock’s now: n
   const tenant = await newTenant(h);
   const now = Date.UTC(2034, 2, 1, 12);
   const ahead = now + 20 * DAY_MS;
-  const event = { environmentId: tenant.environmentId, messageId: 'ahead', receivedAt: ahead, timestampMs: ahead, payload: row(tenant, 'ahead', ahead).payload };
+  const event = {
+    environmentId: tenant.environmentId,
+    messageId: 'ahead',
+    receivedAt: ahead,
+    timestampMs: ahead,
+    payload: row(tenant, 'ahead', ahead).payload,
+  };
   t.true(await persistEvent(h.db, event, 'processed', null, { retentionDays: null, now: () => now }));
   t.deepEqual(await partitionsOf(tenant), { ahead: 'events_p20340301' });
   t.like(await findEvent(h.db, tenant.environmentId, 'ahead'), { receivedAt: now });

@@ -1,10 +1,10 @@
 // The events processor called directly (a plain function against the real PostgreSQL),
 // plus one end-to-end run over HTTP for input only the gateway's serializer can write.
 import test from 'ava';
-import { storedTrackPayload } from '../../common/domain/track-payload.ts';
-import type { QueuedEvent } from '../../common/queues.ts';
-import { eventNames, findEvent } from '../../common/store/events.ts';
-import { checkTrack } from '../../common/validation/track.ts';
+import { storedTrackPayload } from '../../events/track-payload.ts';
+import type { QueuedEvent } from '../../platform/queues.ts';
+import { eventNames, findEvent } from '../../events/event-store.ts';
+import { checkTrack } from '../../events/track.ts';
 import { persistEvent } from '../../workers/persist-event.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import pg from 'pg';
-import { removeRelayedOutbox } from '../../common/store/storage.ts';
+import { removeRelayedOutbox } from '../../events/storage.ts';
 import { maintenanceRound } from '../../workers/storage-maintenance.ts';
 import { ownDatabase } from '../helpers/services.ts';
 

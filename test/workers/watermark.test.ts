@@ -1,8 +1,8 @@
 // The journey watermark read from a real events queue: no event still on its way is older.
 import test from 'ava';
 import { Worker } from 'bullmq';
-import { createEventsQueue, EVENTS_QUEUE } from '../../common/queues.ts';
-import { createRedis } from '../../common/redis.ts';
+import { createEventsQueue, EVENTS_QUEUE } from '../../platform/queues.ts';
+import { createRedis } from '../../platform/redis.ts';
 import { createWatermark, oldestQueuedReceipt } from '../../workers/watermark.ts';
 import { testConfig, testEnv } from '../helpers/services.ts';
 

@@ -1,0 +1,46 @@
+// Redis's memory and whether it is full, as gateways and workers both expose them: the watch's
+// last reading (platform/redis-memory.ts), so a scrape never asks Redis.
+import { Gauge, type Registry } from 'prom-client';
+import type { RedisMemory } from './redis-memory.ts';
+
+export const REDIS_MEMORY_METRICS = {
+  used: 'intake_redis_memory_used_bytes',
+  max: 'intake_redis_memory_max_bytes',
+  oom: 'intake_redis_oom',
+} as const;
+
+export function registerRedisMemory(registry: Registry, memory: Pick<RedisMemory, 'reading' | 'full'>): void {
+  const registers = [registry];
+  // Every process of a multi-process gateway reads the same Redis: its scrape takes the largest (gateway/cluster/collect-metrics.ts).
+  new Gauge({
+    name: REDIS_MEMORY_METRICS.used,
+    help: "Redis's used_memory (INFO memory, read every REDIS_MEMORY_CHECK_MS; absent when Redis did not answer the last reading)",
+    registers,
+    aggregator: 'max',
+    collect() {
+      const reading = memory.reading();
+      this.reset();
+      if (reading) this.set(reading.usedBytes);
+    },
+  });
+  new Gauge({
+    name: REDIS_MEMORY_METRICS.max,
+    help: "Redis's maxmemory (0: no limit), read with intake_redis_memory_used_bytes",
+    registers,
+    aggregator: 'max',
+    collect() {
+      const reading = memory.reading();
+      this.reset();
+      if (reading) this.set(reading.maxBytes);
+    },
+  });
+  new Gauge({
+    name: REDIS_MEMORY_METRICS.oom,
+    help: 'Whether Redis is full (1) or not (0): used_memory at the high-water mark (REDIS_HIGH_WATER_PERCENT of maxmemory, where Track answers 503), or Redis refusing writes for memory (OOM)',
+    registers,
+    aggregator: 'max',
+    collect() {
+      this.set(memory.full() ? 1 : 0);
+    },
+  });
+}
