@@ -18,6 +18,7 @@ import { openOperator } from '../cli/operator.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createDb } from '../platform/db.ts';
 import { migrate } from '../cli/migrate.ts';
+import { dropDatabase } from './databases.mts';
 import { startProcess, stopProcess } from './processes.mts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -131,19 +132,6 @@ async function oneRun(i: number, port: number, slug: string, key: string, db: pg
     left: Number(rows[0].n),
     ...(error ? { error } : {}),
   };
-}
-
-async function dropDatabase(url: string): Promise<void> {
-  const admin = new URL(url);
-  const name = decodeURIComponent(admin.pathname.slice(1));
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS "${name.replaceAll('"', '""')}" WITH (FORCE)`);
-  } finally {
-    await client.end();
-  }
 }
 
 async function main(): Promise<number> {

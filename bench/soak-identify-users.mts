@@ -15,7 +15,6 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
 import { openOperator } from '../cli/operator.ts';
@@ -23,6 +22,7 @@ import { loadConfig } from '../platform/config.ts';
 import { createDb } from '../platform/db.ts';
 import { migrate } from '../cli/migrate.ts';
 import { serverPids } from './cpu-usage.mts';
+import { dropDatabase } from './databases.mts';
 
 export interface SoakDeps {
   prefix: string;
@@ -72,19 +72,6 @@ function wrkRound(url: string, key: string, runId: string, children: ChildProces
       resolve({ ok: r.requests - r.non2xx, failed, seconds: r.duration_us / 1e6 });
     });
   });
-}
-
-async function dropDatabase(url: string): Promise<void> {
-  const admin = new URL(url);
-  const name = decodeURIComponent(admin.pathname.slice(1));
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS "${name.replaceAll('"', '""')}" WITH (FORCE)`);
-  } finally {
-    await client.end();
-  }
 }
 
 export async function soakIdentifyUsers(d: SoakDeps): Promise<void> {
