@@ -110,7 +110,8 @@ export interface Plan {
   userProfiles: [userRef: string, profileId: string][];
   claims: { profileId: string; channel: Channel; value: string; at: number }[];
   decisions: DecisionRow[];
-  outbox: { envId: string; kind: string; payload: string }[];
+  /** Service events, each with the key of the user whose call caused it: an erasure removes them by it. */
+  outbox: { envId: string; userKey: string; kind: string; payload: string }[];
   /** Every (address, channel/purpose) the batch's decisions apply to: the store locks and reads these. */
   consentKeys: Map<string, { envId: string; channel: Channel; purpose: Decision['purpose']; address: string }>;
 }
@@ -233,7 +234,7 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
 
     const subject = { userId: input.userId, profileId: profile.id, messageId: call.messageId };
     const fieldsEvent = profileFieldsChanged(call.attributeTrigger, subject, call.callTime, merged.changed, merged.fields);
-    if (fieldsEvent) plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.profileFieldsChanged, payload: fieldsEvent });
+    if (fieldsEvent) plan.outbox.push({ envId: call.envId, userKey: call.userKey, kind: SERVICE_EVENTS.profileFieldsChanged, payload: fieldsEvent });
 
     for (const c of consentCandidates(call, profile, now, historyFrom)) {
       const key = consentRef(call.envId, c.decision.channel, c.decision.purpose, c.address);
@@ -243,7 +244,12 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
       decisions.set(key, c.decision);
       decisionWrites.set(key, { envId: call.envId, decision: c.decision, address: c.address });
       if (consent.changesSubscription(c.decision, existing))
-        plan.outbox.push({ envId: call.envId, kind: SERVICE_EVENTS.subscriptionChanged, payload: subscriptionChanged(subject, c.decision, c.address) });
+        plan.outbox.push({
+          envId: call.envId,
+          userKey: call.userKey,
+          kind: SERVICE_EVENTS.subscriptionChanged,
+          payload: subscriptionChanged(subject, c.decision, c.address),
+        });
     }
     plan.verdicts.push('applied');
     plan.changed.push(merged.changed);

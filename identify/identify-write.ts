@@ -81,16 +81,17 @@ const INSERT_CLAIMS = (p: number, taken: 'skip' | 'fail') => `
   INSERT INTO identify_messages (environment_id, message_key, call_digest, user_key)
   SELECT * FROM unnest($${p}::uuid[], $${p + 1}::uuid[], $${p + 2}::int8[], $${p + 3}::int8[])${taken === 'skip' ? '\n  ON CONFLICT DO NOTHING' : ''}`;
 
-/** Address history rows (4 arrays from $p on) and outbox rows (3 arrays from $p + 4 on). */
+/** Address history rows (4 arrays from $p on) and outbox rows (4 arrays from $p + 4 on). */
 const INSERT_ADDRESS_CLAIMS_AND_OUTBOX = (p: number) => `
 new_claims AS (
   INSERT INTO address_claims (profile_id, channel, value, at) SELECT * FROM unnest($${p}::uuid[], $${p + 1}::text[], $${p + 2}::text[], $${p + 3}::int8[])),
 outbox AS (
-  INSERT INTO outbox_events (environment_id, kind, payload) SELECT * FROM unnest($${p + 4}::uuid[], $${p + 5}::text[], $${p + 6}::text[]))`;
+  INSERT INTO outbox_events (environment_id, user_hash, kind, payload)
+  SELECT env, decode(hash, 'hex'), kind, payload FROM unnest($${p + 4}::uuid[], $${p + 5}::text[], $${p + 6}::text[], $${p + 7}::text[]) AS t(env, hash, kind, payload))`;
 
 const addressClaimAndOutboxValues = (plan: Plan) => [
   ...columns(plan.claims, 4, (c) => [c.profileId, c.channel, toPgText(c.value), String(c.at)]),
-  ...columns(plan.outbox, 3, (o) => [o.envId, o.kind, o.payload]),
+  ...columns(plan.outbox, 4, (o) => [o.envId, hex(o.userKey), o.kind, o.payload]),
 ];
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -416,7 +417,7 @@ WITH
 claims AS (${INSERT_CLAIMS(1, 'fail')}),
 ${UPDATE_PROFILES(5, true)},
 ${INSERT_ADDRESS_CLAIMS_AND_OUTBOX(11)}
-SELECT intake_assert_current((SELECT count(*) FROM updated) = cardinality($5::uuid[]) AND NOT EXISTS (SELECT 1 FROM ${PRIVACY_OF_USERS(18)})) AS ok,
+SELECT intake_assert_current((SELECT count(*) FROM updated) = cardinality($5::uuid[]) AND NOT EXISTS (SELECT 1 FROM ${PRIVACY_OF_USERS(19)})) AS ok,
   pg_current_xact_id()::xid::text AS version`;
 
 /**

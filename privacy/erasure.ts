@@ -159,11 +159,11 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
     if (p !== null) {
       ({ removed: consentDecisions, kept: consentDecisionsKept } = await forgetDecisions(q, env, p));
       addressClaims = await count('DELETE FROM address_claims WHERE profile_id = $1', [p]);
-      // The outbox holds no user column: its payload names the profile and the user ID.
-      const needles = [`"profileId":${JSON.stringify(p)}`, ...userKeys.map((k) => `"userId":${JSON.stringify(fromPgText(k))}`)];
+      // Each outbox row carries the hash of the user whose call wrote it; a user never leaves
+      // its profile, so the rows of the person's user IDs include every row naming the profile.
       const { rows: outbox } = await q<{ id: string }>(
-        `DELETE FROM outbox_events WHERE environment_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) AS n WHERE strpos(payload, n) > 0) RETURNING id::text`,
-        [env, needles],
+        `DELETE FROM outbox_events WHERE environment_id = $1 AND user_hash = ANY($2::bytea[]) RETURNING id::text`,
+        [env, hashes],
       );
       outboxIds = outbox.map((r) => r.id);
       userIds = await count('DELETE FROM profile_users WHERE profile_id = $1', [p]);

@@ -13,7 +13,7 @@ import { identityHash } from '../../platform/identity-hash.ts';
 import { toPgText } from '../../platform/pg-text.ts';
 import { poolOf } from '../../platform/db.ts';
 import { applyIdentifyBatch } from '../../identify/identify-batch.ts';
-import { userLock } from '../../profiles/person.ts';
+import { userHashOf, userLock } from '../../profiles/person.ts';
 import { toIdentifyCall } from '../../identify/identify-plan.ts';
 import { identifyInput } from '../helpers/identify-input.ts';
 import { messageKeyOf } from '../../identify/identify-write.ts';
@@ -486,8 +486,9 @@ test.serial('the erasure removes the person from jobs that failed for good, dead
   const outboxRow = async (userId: string) => {
     const payload = JSON.stringify({ userId, changed: { a: 1 } });
     const [{ id }] = await h.db.$queryRawUnsafe<{ id: bigint }[]>(
-      `INSERT INTO outbox_events (environment_id, kind, payload, relayed_at) VALUES ($1::uuid, 'profile_fields_changed', $2, now()) RETURNING id`,
+      `INSERT INTO outbox_events (environment_id, user_hash, kind, payload, relayed_at) VALUES ($1::uuid, $2, 'profile_fields_changed', $3, now()) RETURNING id`,
       tenant.environmentId,
+      userHashOf(userId),
       payload,
     );
     const data = { outboxId: String(id), environmentId: tenant.environmentId, kind: 'profile_fields_changed', createdAt: now, payload };
