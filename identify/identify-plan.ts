@@ -10,7 +10,7 @@ import { repeatVerdict } from './call-digest.ts';
 import { joinableEmail, joinTarget } from './email.ts';
 import { FEATURE, hasFeature } from '../environments/features.ts';
 import { toPgText } from '../platform/pg-text.ts';
-import { profileFieldsChanged, SERVICE_EVENTS, subscriptionChanged } from '../events/service-events.ts';
+import { profileFieldsChanged, SERVICE_EVENTS, subscriptionChanged, type EventSubject } from '../events/service-events.ts';
 import { stringifyJson } from '../platform/json-text.ts';
 import { joinTraits, mergeTraits, type TraitState } from './trait-merge.ts';
 import { userKeyOf } from '../profiles/person.ts';
@@ -157,104 +157,167 @@ export function emptyPlan(): Plan {
   return { verdicts: [], changed: [], profiles: [], moved: [], users: [], userProfiles: [], claims: [], decisions: [], outbox: [], consentKeys: new Map() };
 }
 
+/** What a batch's plan works on while its calls are applied in turn. */
+interface BatchState {
+  readonly snap: Snapshot;
+  readonly now: number;
+  readonly newId: () => string;
+  readonly historyFrom: number | null;
+  readonly plan: Plan;
+  /** The snapshot's profiles as the calls change them, and the batch's new ones. */
+  readonly profiles: Map<string, Work>;
+  /** userRef → profile id, the snapshot's and the batch's new users. */
+  readonly users: Map<string, string>;
+  /** The users this batch gives a profile (the rows of profile_users to insert). */
+  readonly newUsers: Map<string, { envId: string; userKey: string; profileId: string }>;
+  /** messageRef → call digest of the batch's calls applied so far. */
+  readonly seen: Map<string, string>;
+  /** consentRef → the decision in force: the snapshot's, then the batch's. */
+  readonly decisions: Map<string, Decision>;
+  readonly decisionWrites: Map<string, DecisionRow>;
+  /** The arrival order of the next address claim. */
+  claimOrder: number;
+}
+
 /** `historyFrom`: the earliest decision time the address history answers for (consent.ts addressHistoryFrom; null: any). */
 export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, newId: () => string, historyFrom: number | null = null): Plan {
+  const state = batchState(snap, now, newId, historyFrom);
+  for (const call of calls) {
+    const repeat = repeatOf(state, call);
+    if (repeat !== null) {
+      state.plan.verdicts.push(repeat);
+      state.plan.changed.push(NO_CHANGES);
+      continue;
+    }
+    const profile = profileFor(state, call);
+    const changed = mergeCall(profile, call);
+    claimAddresses(state, profile, call);
+    const subject = { userId: call.input.userId, profileId: profile.id, messageId: call.messageId };
+    const fieldsEvent = profileFieldsChanged(call.attributeTrigger, subject, call.callTime, changed, profile.state.fields);
+    if (fieldsEvent) state.plan.outbox.push({ envId: call.envId, userKey: call.userKey, kind: SERVICE_EVENTS.profileFieldsChanged, payload: fieldsEvent });
+    decideConsent(state, profile, call, subject);
+    state.plan.verdicts.push('applied');
+    state.plan.changed.push(changed);
+  }
+  return finishPlan(state);
+}
+
+function batchState(snap: Snapshot, now: number, newId: () => string, historyFrom: number | null): BatchState {
   const profiles = new Map<string, Work>();
   for (const p of snap.profiles.values()) profiles.set(p.id, toWork(p));
-  const users = new Map(snap.users);
-  const seen = new Map<string, string>();
-  const decisions = new Map(snap.decisions ?? []);
-  const plan = emptyPlan();
-  const decisionWrites = new Map<string, DecisionRow>();
-  const newUsers = new Map<string, { envId: string; userKey: string; profileId: string }>();
   // New claims come after every claim of the snapshot (a cached one may hold earlier batches' new claims).
   let claimOrder = NEW_CLAIM_ORDER;
   for (const p of snap.profiles.values()) for (const c of Object.values(p.latest)) claimOrder = Math.max(claimOrder, c.order + 1);
-
-  const profileOf = (id: string): Work => {
-    const p = profiles.get(id);
-    if (!p || p.into !== null) throw new SnapshotChanged(`profile ${id} not in the batch's snapshot`);
-    return p;
+  return {
+    snap,
+    now,
+    newId,
+    historyFrom,
+    plan: emptyPlan(),
+    profiles,
+    users: new Map(snap.users),
+    newUsers: new Map(),
+    seen: new Map(),
+    decisions: new Map(snap.decisions ?? []),
+    decisionWrites: new Map(),
+    claimOrder,
   };
+}
 
-  for (const call of calls) {
-    const { input } = call;
-    const mref = messageRef(call);
-    const prior = seen.get(mref) ?? snap.priors.get(mref);
-    if (prior !== undefined) {
-      plan.verdicts.push(repeatVerdict(prior, input.callDigest));
-      plan.changed.push(NO_CHANGES);
-      continue;
+/** Idempotency: the verdict of a messageId recorded before or earlier in the batch, or null for a call to apply (recorded then). */
+function repeatOf(state: BatchState, call: IdentifyCall): Verdict | null {
+  const mref = messageRef(call);
+  const prior = state.seen.get(mref) ?? state.snap.priors.get(mref);
+  if (prior !== undefined) return repeatVerdict(prior, call.input.callDigest);
+  state.seen.set(mref, call.input.callDigest);
+  return null;
+}
+
+/** The profile the call writes: its user's, the one it joins by email (its own joining it), or a new one. */
+function profileFor(state: BatchState, call: IdentifyCall): Work {
+  const uref = userRef(call);
+  const ownId = state.users.get(uref);
+  let profile: Work | null = ownId === undefined ? null : profileOf(state, ownId);
+  if (call.joinEmail) {
+    const other = joinTarget(liveProfiles(state.profiles), call.envId, call.joinEmail, profile?.id ?? null);
+    if (other && !profile) {
+      state.users.set(uref, other.id);
+      state.newUsers.set(uref, { envId: call.envId, userKey: call.userKey, profileId: other.id });
+      return other;
     }
-    seen.set(mref, input.callDigest);
-    // The traits are parsed here, once per call (validation kept them as text: json-pool.ts).
-    const traits = JSON.parse(input.traitsText) as Record<string, unknown>;
-
-    const uref = userRef(call);
-    const ownId = users.get(uref);
-    let profile: Work | null = ownId === undefined ? null : profileOf(ownId);
-
-    if (call.joinEmail) {
-      const other = joinTarget(liveProfiles(profiles), call.envId, call.joinEmail, profile?.id ?? null);
-      if (other && !profile) {
-        users.set(uref, other.id);
-        newUsers.set(uref, { envId: call.envId, userKey: call.userKey, profileId: other.id });
-        profile = other;
-      } else if (other && profile) {
-        join(profile, other, users);
-        profile = other;
-      }
+    if (other && profile) {
+      join(profile, other, state.users);
+      return other;
     }
-    if (!profile) {
-      profile = toWork(
-        { id: newId(), envId: call.envId, fields: '{}', times: '{}', updatedAt: call.callTime, email: null, createdAt: now, claims: [], latest: {} },
-        true,
-      );
-      profiles.set(profile.id, profile);
-      users.set(uref, profile.id);
-      newUsers.set(uref, { envId: call.envId, userKey: call.userKey, profileId: profile.id });
-    }
-
-    const merged = mergeTraits(profile.state, traits, call.callTime);
-    profile.state = { fields: merged.fields, times: merged.times, updatedAt: merged.updatedAt };
-    profile.email = joinableEmail(merged.fields.email);
-    profile.dirty = true;
-
-    // Every email/phone value a call sends is kept with the call's time, for "as of" lookups,
-    // unless the history already answers it from that time on.
-    for (const [channel, trait] of ADDRESS_TRAITS) {
-      if (!Object.hasOwn(input.addressTraits, trait)) continue;
-      const value = consent.normalizeAddress(channel, input.addressTraits[trait]) ?? '';
-      if (consent.claimAddsNothing(profile.latest[channel], value, call.callTime)) continue;
-      const claim = { channel, value, at: call.callTime, order: claimOrder++ };
-      plan.claims.push({ profileId: profile.id, channel, value, at: call.callTime });
-      profile.claims?.push(claim);
-      profile.latest[channel] = consent.laterClaim(profile.latest[channel], claim);
-    }
-
-    const subject = { userId: input.userId, profileId: profile.id, messageId: call.messageId };
-    const fieldsEvent = profileFieldsChanged(call.attributeTrigger, subject, call.callTime, merged.changed, merged.fields);
-    if (fieldsEvent) plan.outbox.push({ envId: call.envId, userKey: call.userKey, kind: SERVICE_EVENTS.profileFieldsChanged, payload: fieldsEvent });
-
-    for (const c of consentCandidates(call, profile, now, historyFrom)) {
-      const key = consentRef(call.envId, c.decision.channel, c.decision.purpose, c.address);
-      plan.consentKeys.set(key, { envId: call.envId, channel: c.decision.channel, purpose: c.decision.purpose, address: c.address });
-      const existing = decisions.get(key) ?? null;
-      if (!consent.supersedes(c.decision, existing)) continue;
-      decisions.set(key, c.decision);
-      decisionWrites.set(key, { envId: call.envId, decision: c.decision, address: c.address });
-      if (consent.changesSubscription(c.decision, existing))
-        plan.outbox.push({
-          envId: call.envId,
-          userKey: call.userKey,
-          kind: SERVICE_EVENTS.subscriptionChanged,
-          payload: subscriptionChanged(subject, c.decision, c.address),
-        });
-    }
-    plan.verdicts.push('applied');
-    plan.changed.push(merged.changed);
   }
+  if (profile) return profile;
+  profile = toWork(
+    { id: state.newId(), envId: call.envId, fields: '{}', times: '{}', updatedAt: call.callTime, email: null, createdAt: state.now, claims: [], latest: {} },
+    true,
+  );
+  state.profiles.set(profile.id, profile);
+  state.users.set(uref, profile.id);
+  state.newUsers.set(uref, { envId: call.envId, userKey: call.userKey, profileId: profile.id });
+  return profile;
+}
 
+function profileOf(state: BatchState, id: string): Work {
+  const p = state.profiles.get(id);
+  if (!p || p.into !== null) throw new SnapshotChanged(`profile ${id} not in the batch's snapshot`);
+  return p;
+}
+
+/** Merges the call's traits into the profile; returns the names of the traits it changed. */
+function mergeCall(profile: Work, call: IdentifyCall): readonly string[] {
+  // The traits are parsed here, once per call (validation kept them as text: json-pool.ts).
+  const traits = JSON.parse(call.input.traitsText) as Record<string, unknown>;
+  const merged = mergeTraits(profile.state, traits, call.callTime);
+  profile.state = { fields: merged.fields, times: merged.times, updatedAt: merged.updatedAt };
+  profile.email = joinableEmail(merged.fields.email);
+  profile.dirty = true;
+  return merged.changed;
+}
+
+/**
+ * Every email/phone value a call sends is kept with the call's time, for "as of" lookups,
+ * unless the history already answers it from that time on.
+ */
+function claimAddresses(state: BatchState, profile: Work, call: IdentifyCall): void {
+  const { addressTraits } = call.input;
+  for (const [channel, trait] of ADDRESS_TRAITS) {
+    if (!Object.hasOwn(addressTraits, trait)) continue;
+    const value = consent.normalizeAddress(channel, addressTraits[trait]) ?? '';
+    if (consent.claimAddsNothing(profile.latest[channel], value, call.callTime)) continue;
+    const claim = { channel, value, at: call.callTime, order: state.claimOrder++ };
+    state.plan.claims.push({ profileId: profile.id, channel, value, at: call.callTime });
+    profile.claims?.push(claim);
+    profile.latest[channel] = consent.laterClaim(profile.latest[channel], claim);
+  }
+}
+
+/** The call's consent decisions that supersede the one in force, each changing a subscription with its service event. */
+function decideConsent(state: BatchState, profile: Work, call: IdentifyCall, subject: EventSubject): void {
+  const { plan, decisions } = state;
+  for (const c of consentCandidates(call, profile, state.now, state.historyFrom)) {
+    const key = consentRef(call.envId, c.decision.channel, c.decision.purpose, c.address);
+    plan.consentKeys.set(key, { envId: call.envId, channel: c.decision.channel, purpose: c.decision.purpose, address: c.address });
+    const existing = decisions.get(key) ?? null;
+    if (!consent.supersedes(c.decision, existing)) continue;
+    decisions.set(key, c.decision);
+    state.decisionWrites.set(key, { envId: call.envId, decision: c.decision, address: c.address });
+    if (consent.changesSubscription(c.decision, existing))
+      plan.outbox.push({
+        envId: call.envId,
+        userKey: call.userKey,
+        kind: SERVICE_EVENTS.subscriptionChanged,
+        payload: subscriptionChanged(subject, c.decision, c.address),
+      });
+  }
+}
+
+/** The rows to write: profiles in their final state, joined ones moved, and every reference to a joined profile followed to where it ended. */
+function finishPlan(state: BatchState): Plan {
+  const { plan, profiles } = state;
   const final = (id: string): string => {
     let p = profiles.get(id)!;
     while (p.into !== null) p = profiles.get(p.into)!;
@@ -279,10 +342,10 @@ export function planBatch(calls: IdentifyCall[], snap: Snapshot, now: number, ne
       });
     }
   }
-  for (const u of newUsers.values()) plan.users.push({ ...u, profileId: final(u.profileId) });
-  for (const [ref, id] of users) plan.userProfiles.push([ref, final(id)]);
+  for (const u of state.newUsers.values()) plan.users.push({ ...u, profileId: final(u.profileId) });
+  for (const [ref, id] of state.users) plan.userProfiles.push([ref, final(id)]);
   for (const c of plan.claims) c.profileId = final(c.profileId);
-  plan.decisions = [...decisionWrites.values()];
+  plan.decisions = [...state.decisionWrites.values()];
   return plan;
 }
 
