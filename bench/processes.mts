@@ -1,5 +1,6 @@
 // Gateway and worker processes for the benchmark and the soak: started as deployed (their own
-// processes, info logs), ready when they say so, stopped with SIGTERM.
+// processes, info logs), ready when they say so, stopped with SIGTERM; and wrk's loads, which
+// every script of bench/ runs the same way.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,4 +51,22 @@ export function runScript(main: () => Promise<void>, children: ChildProcess[]): 
       await Promise.all(children.map(stopProcess));
       process.exit();
     });
+}
+
+/**
+ * Runs wrk with `args` (a bench/wrk/*.lua script, which prints one `WRK_RESULT {…}` line) and
+ * `env` for the script; resolves with that line's figures. The child joins `children`.
+ */
+export function runWrk(args: string[], env: Record<string, string>, children: ChildProcess[]): Promise<Record<string, number>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('wrk', args, { env: { ...process.env, LUA_PATH: 'bench/wrk/?.lua;;', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => {
+      const line = /WRK_RESULT (\{.*\})/.exec(out);
+      if (code !== 0 || !line) return reject(new Error(`wrk exited with ${code}:\n${out}`));
+      resolve(JSON.parse(line[1]) as Record<string, number>);
+    });
+  });
 }

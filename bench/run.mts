@@ -17,7 +17,7 @@
 // track, identify, profiles, drain, drain-gateway, drop, e2e, cluster, memory), BENCH_MEMORY_SECONDS (default 300),
 // BENCH_FILL_SECONDS (20: drain-gateway's queue fill), BENCH_DROP_EVENTS (2000000), BENCH_DROP_SECONDS (30)
 // and BENCH_CLUSTER_SECONDS (20).
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -35,7 +35,7 @@ import { createPartitionsFor, dropEventPartition, eventPartitions, STORAGE_MAINT
 import { partitionName } from '../events/partition-plan.ts';
 import { createEventsQueue, createServiceEventsQueue, eventBatchName, type QueuedEvent } from '../platform/queues.ts';
 import { createRedis } from '../platform/redis.ts';
-import { runScript, startProcess, stopProcess } from './processes.mts';
+import { runScript, runWrk, startProcess, stopProcess } from './processes.mts';
 import { summarizeProfile } from './cpu-profile.mts';
 import { serverPids } from './cpu-usage.mts';
 import { benchIdentifyAndProfiles } from './identify-bench.mts';
@@ -128,31 +128,21 @@ const WRK_THREADS = process.env.BENCH_WRK_THREADS ?? '1';
  * A wrk load of `script` (bench/wrk/*.lua, which builds each request and prints WRK_RESULT):
  * 2xx per second and latency percentiles. `env` reaches the script (run id, key, ...).
  */
-function wrkLoad(url: string, script: string, env: Record<string, string>, opts: { duration?: number; connections?: number } = {}) {
+async function wrkLoad(url: string, script: string, env: Record<string, string>, opts: { duration?: number; connections?: number } = {}): Promise<Load> {
   const duration = opts.duration ?? DURATION;
   const args = ['-t', WRK_THREADS, '-c', String(opts.connections ?? CONNECTIONS), '-d', `${duration}s`, '--timeout', '10s', '-s', `bench/wrk/${script}`, url];
-  return new Promise<Load>((resolve, reject) => {
-    const child = spawn('wrk', args, { env: { ...process.env, LUA_PATH: 'bench/wrk/?.lua;;', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(child);
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.once('exit', (code) => {
-      const line = /WRK_RESULT (\{.*\})/.exec(out);
-      if (code !== 0 || !line) return reject(new Error(`wrk exited with ${code}:\n${out}`));
-      const r = JSON.parse(line[1]) as Record<string, number>;
-      const seconds = r.duration_us / 1e6;
-      const ok = r.requests - r.non2xx;
-      resolve({
-        reqPerSec: Math.round(ok / seconds),
-        p50: Math.round(r.p50_us / 100) / 10,
-        p99: Math.round(r.p99_us / 100) / 10,
-        max: Math.round(r.max_us / 100) / 10,
-        errors: r.non2xx + r.connect + r.read + r.write + r.timeout,
-        ok,
-        duration: seconds,
-      });
-    });
-  });
+  const r = await runWrk(args, env, children);
+  const seconds = r.duration_us / 1e6;
+  const ok = r.requests - r.non2xx;
+  return {
+    reqPerSec: Math.round(ok / seconds),
+    p50: Math.round(r.p50_us / 100) / 10,
+    p99: Math.round(r.p99_us / 100) / 10,
+    max: Math.round(r.max_us / 100) / 10,
+    errors: r.non2xx + r.connect + r.read + r.write + r.timeout,
+    ok,
+    duration: seconds,
+  };
 }
 
 /** Track load: ~400-byte bodies with unique messageIds (bench/wrk/track.lua). */

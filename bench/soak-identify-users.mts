@@ -11,7 +11,7 @@
 // Prints a sample line every second and one JSON summary line; exits non-zero when any sample
 // passed the bound or a call was not answered 200. It runs in a database of its own
 // (SOAK_USERS_DATABASE_URL, default `intake_soak_users`), dropped at the end unless SOAK_KEEP=1.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,7 @@ import { createDb } from '../platform/db.ts';
 import { migrate } from '../cli/migrate.ts';
 import { serverPids } from './cpu-usage.mts';
 import { dropDatabase } from './databases.mts';
+import { runWrk } from './processes.mts';
 
 export interface SoakDeps {
   prefix: string;
@@ -54,24 +55,11 @@ const rssMbOf = (pid: number) => {
 const gatewayRssMb = (pid: number) => Math.round(serverPids(pid).reduce((sum, p) => sum + rssMbOf(p), 0));
 
 /** One wrk round: how many calls were answered 200, and how many were not. */
-function wrkRound(url: string, key: string, runId: string, children: ChildProcess[]): Promise<{ ok: number; failed: number; seconds: number }> {
+async function wrkRound(url: string, key: string, runId: string, children: ChildProcess[]): Promise<{ ok: number; failed: number; seconds: number }> {
   const args = ['-t', '1', '-c', String(CONNECTIONS), '-d', `${ROUND_SECONDS}s`, '--timeout', '10s', '-s', 'bench/wrk/identify-users.lua', url];
-  return new Promise((resolve, reject) => {
-    const child = spawn('wrk', args, {
-      env: { ...process.env, LUA_PATH: 'bench/wrk/?.lua;;', BENCH_RUN_ID: runId, BENCH_API_KEY: key },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(child);
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.once('exit', (code) => {
-      const line = /WRK_RESULT (\{.*\})/.exec(out);
-      if (code !== 0 || !line) return reject(new Error(`wrk exited with ${code}:\n${out}`));
-      const r = JSON.parse(line[1]) as Record<string, number>;
-      const failed = r.non2xx + r.connect + r.read + r.write + r.timeout;
-      resolve({ ok: r.requests - r.non2xx, failed, seconds: r.duration_us / 1e6 });
-    });
-  });
+  const r = await runWrk(args, { BENCH_RUN_ID: runId, BENCH_API_KEY: key }, children);
+  const failed = r.non2xx + r.connect + r.read + r.write + r.timeout;
+  return { ok: r.requests - r.non2xx, failed, seconds: r.duration_us / 1e6 };
 }
 
 export async function soakIdentifyUsers(d: SoakDeps): Promise<void> {
