@@ -36,24 +36,8 @@ export async function sendTrack(
   request: { messageId: string; userId: string | null; body: string },
   resendOf?: number,
 ): Promise<TrackOp> {
-  const offsetMs = rec.offset;
-  const sent = await conns.request(target, 'POST', `/api/track/${sys.orgs[org].slug}`, { 'x-api-key': sys.orgs[org].key }, request.body);
-  return rec.add({
-    type: 'op',
-    id: rec.id(),
-    kind: 'track',
-    client: conns.client,
-    conn: sent.conn,
-    org,
-    invokedAt: sent.invokedAt,
-    completedAt: sent.completedAt,
-    offsetMs,
-    messageId: request.messageId,
-    userId: request.userId,
-    body: request.body,
-    resendOf,
-    outcome: sent.outcome,
-  });
+  const sent = await sendRequest(sys, rec, conns, target, org, 'POST', `/api/track/${sys.orgs[org].slug}`, request.body);
+  return rec.add({ ...sent, kind: 'track', messageId: request.messageId, userId: request.userId, body: request.body, resendOf });
 }
 
 /** Sends one Identify body and records it. */
@@ -66,25 +50,37 @@ export async function sendIdentify(
   request: { messageId: string; userId: string; email: string | null; body: string },
   links: { retryOf?: number; conflictOf?: number } = {},
 ): Promise<IdentifyOp> {
+  const sent = await sendRequest(sys, rec, conns, target, org, 'POST', `/api/identify/${sys.orgs[org].slug}`, request.body);
+  return rec.add({ ...sent, kind: 'identify', messageId: request.messageId, userId: request.userId, email: request.email, body: request.body, ...links });
+}
+
+/**
+ * Sends one request of an organization with its key: the fields every recorded request op holds
+ * (who sent it, over which connection, when) and its outcome.
+ */
+async function sendRequest(
+  sys: System,
+  rec: Recorder,
+  conns: ClientConnections,
+  target: Target,
+  org: Org,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: string,
+) {
   const offsetMs = rec.offset;
-  const sent = await conns.request(target, 'POST', `/api/identify/${sys.orgs[org].slug}`, { 'x-api-key': sys.orgs[org].key }, request.body);
-  return rec.add({
-    type: 'op',
+  const sent = await conns.request(target, method, path, { 'x-api-key': sys.orgs[org].key }, body);
+  return {
+    type: 'op' as const,
     id: rec.id(),
-    kind: 'identify',
     client: conns.client,
     conn: sent.conn,
     org,
     invokedAt: sent.invokedAt,
     completedAt: sent.completedAt,
     offsetMs,
-    messageId: request.messageId,
-    userId: request.userId,
-    email: request.email,
-    body: request.body,
-    ...links,
     outcome: sent.outcome,
-  });
+  };
 }
 
 /** Runs `intake users <kind> …` and records it. */
@@ -168,42 +164,14 @@ async function clientLoop(sys: System, rec: Recorder, plan: Plan, shared: Shared
             }
             case 'profile': {
               const userId = spelledUser(rng);
-              const offsetMs = rec.offset;
-              const sent = await conns.request(target, 'GET', `/api/profiles/${sys.orgs[org].slug}/${encodeURIComponent(userId)}`, {
-                'x-api-key': sys.orgs[org].key,
-              });
-              rec.add({
-                type: 'op',
-                id: rec.id(),
-                kind: 'profile',
-                client: name,
-                conn: sent.conn,
-                org,
-                invokedAt: sent.invokedAt,
-                completedAt: sent.completedAt,
-                offsetMs,
-                userId,
-                outcome: sent.outcome,
-              });
+              const path = `/api/profiles/${sys.orgs[org].slug}/${encodeURIComponent(userId)}`;
+              rec.add({ ...(await sendRequest(sys, rec, conns, target, org, 'GET', path)), kind: 'profile', userId });
               return;
             }
             case 'bad': {
               const bad = badBody(rng, `bad${tag}-${n}`, `bu${tag}-${n}`, sys.clock.now());
-              const offsetMs = rec.offset;
-              const sent = await conns.request(target, 'POST', `/api/${bad.api}/${sys.orgs[org].slug}`, { 'x-api-key': sys.orgs[org].key }, bad.body);
-              rec.add({
-                type: 'op',
-                id: rec.id(),
-                kind: 'bad',
-                client: name,
-                conn: sent.conn,
-                org,
-                invokedAt: sent.invokedAt,
-                completedAt: sent.completedAt,
-                offsetMs,
-                ...bad,
-                outcome: sent.outcome,
-              });
+              const sent = await sendRequest(sys, rec, conns, target, org, 'POST', `/api/${bad.api}/${sys.orgs[org].slug}`, bad.body);
+              rec.add({ ...sent, kind: 'bad', ...bad });
               return;
             }
             case 'pipeline': {
