@@ -15,7 +15,7 @@ import type { Db } from '../platform/db.ts';
 import { registerQueueDepth } from '../platform/queue-depth.ts';
 import { healthz, metrics, readyz } from './handlers/health.ts';
 import { ConfigError, type Config } from '../platform/config.ts';
-import { drain, listen } from '../platform/listen.ts';
+import { drainable, listen } from '../platform/listen.ts';
 import { answerInJson } from './client-error.ts';
 import type { Logger } from '../platform/logger.ts';
 import { allPartitions, closeQueues, createDeadLetterQueue, createEventsQueues, createServiceEventsQueue, EVENTS_QUEUE } from '../platform/queues.ts';
@@ -94,16 +94,10 @@ export async function startDashboard(deps: { config: DashboardConfig; db: Db; lo
     'dashboard listening',
   );
 
-  let closing: Promise<void> | undefined;
-  return {
-    port,
-    close: () =>
-      (closing ??= (async () => {
-        await drain(server, config.shutdownTimeoutMs);
-        await closeQueues(queues, redis);
-        log.info('dashboard stopped');
-      })()),
-  };
+  return drainable(server, port, config.shutdownTimeoutMs, async () => {
+    await closeQueues(queues, redis);
+    log.info('dashboard stopped');
+  });
 }
 
 /**

@@ -4,7 +4,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Config } from '../platform/config.ts';
 import { createJsonPool } from '../platform/json-pool.ts';
 import { JSON_TASKS } from './json-tasks.ts';
-import { drain, listen } from '../platform/listen.ts';
+import { drainable, listen } from '../platform/listen.ts';
 import { poolOf, type Db } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import { allPartitions, authCacheChannels, closeQueues, createEventsQueues } from '../platform/queues.ts';
@@ -158,23 +158,17 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
       'gateway listening',
     );
 
-  let closing: Promise<void> | undefined;
-  return {
-    port,
-    close: () =>
-      (closing ??= (async () => {
-        await drain(server, config.shutdownTimeoutMs);
-        batcher.close();
-        uploadWatch.close();
-        await live.close();
-        await suppressions.close();
-        await authCache.close();
-        await json.close();
-        memory.close();
-        await readRoute.close();
-        clock.close();
-        await closeQueues(eventsQueues, redis);
-        log.info('gateway stopped');
-      })()),
-  };
+  return drainable(server, port, config.shutdownTimeoutMs, async () => {
+    batcher.close();
+    uploadWatch.close();
+    await live.close();
+    await suppressions.close();
+    await authCache.close();
+    await json.close();
+    memory.close();
+    await readRoute.close();
+    clock.close();
+    await closeQueues(eventsQueues, redis);
+    log.info('gateway stopped');
+  });
 }

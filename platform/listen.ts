@@ -25,3 +25,19 @@ export async function drain(server: Server, timeoutMs: number): Promise<void> {
   clearInterval(sweep);
   server.closeAllConnections();
 }
+
+/**
+ * The handle of a listening server: `close()` drains it (`drain`), then releases what serves it;
+ * a second call gets the first one's promise, so every part is closed once.
+ */
+export function drainable(server: Server, port: number, timeoutMs: number, release: () => Promise<void>): { port: number; close: () => Promise<void> } {
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+    close: () =>
+      (closing ??= (async () => {
+        await drain(server, timeoutMs);
+        await release();
+      })()),
+  };
+}
