@@ -1,13 +1,3 @@
-import net from 'node:net';
-
-/** A loopback port nothing listens on now, for a server a test starts (pick and start race only with other processes). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+// A loopback port nothing listens on now, for a server a test starts (pick and start race only
+// with other processes): the one npm start picks its embedded servers' ports with.
+export { freePort } from '../../cli/local-services/shared.ts';
