@@ -86,6 +86,9 @@ function longQuery(client: pg.PoolClient) {
 
 type Query = ReturnType<typeof longQuery>;
 
+/** A DELETE's count of rows. */
+const rowsDeleted = (q: Query) => async (text: string, values: unknown[]) => (await q(text, values)).rowCount ?? 0;
+
 const msNow = `floor(extract(epoch FROM clock_timestamp()) * 1000)::int8`;
 
 /**
@@ -139,7 +142,7 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
     const hashes = userKeys.map(userHashOfKey);
     const { rows: clock } = await q<{ now: string }>(`SELECT ${msNow}::text AS now`);
     const erasedAt = Number(clock[0].now);
-    const count = async (text: string, values: unknown[]) => (await q(text, values)).rowCount ?? 0;
+    const count = rowsDeleted(q);
 
     const events = await forgetEvents(q, env, userKeys);
     const runIds = `SELECT id FROM journey_runs WHERE environment_id = $1 AND user_hash = ANY($2::bytea[])`;
@@ -149,43 +152,21 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
       (await count('DELETE FROM identify_messages WHERE environment_id = $1 AND user_key = ANY($2::int8[])', [env, hashes.map(userKeyBits)])) +
       (await count('DELETE FROM identify_messages_legacy WHERE environment_id = $1 AND user_id = ANY($2::text[])', [env, userKeys]));
 
-    let profiles = 0;
-    let traits = 0;
-    let userIds = 0;
-    let addressClaims = 0;
-    let consentDecisions = 0;
-    let consentDecisionsKept = 0;
-    let outboxIds: string[] = [];
-    if (p !== null) {
-      ({ removed: consentDecisions, kept: consentDecisionsKept } = await forgetDecisions(q, env, p));
-      addressClaims = await count('DELETE FROM address_claims WHERE profile_id = $1', [p]);
-      // Each outbox row carries the hash of the user whose call wrote it; a user never leaves
-      // its profile, so the rows of the person's user IDs include every row naming the profile.
-      const { rows: outbox } = await q<{ id: string }>(
-        `DELETE FROM outbox_events WHERE environment_id = $1 AND user_hash = ANY($2::bytea[]) RETURNING id::text`,
-        [env, hashes],
-      );
-      outboxIds = outbox.map((r) => r.id);
-      userIds = await count('DELETE FROM profile_users WHERE profile_id = $1', [p]);
-      const { rows: gone } = await q<{ traits: number }>(
-        `DELETE FROM profiles WHERE id = $1 RETURNING (SELECT count(*) FROM json_object_keys(fields::json))::int AS traits`,
-        [p],
-      );
-      profiles = gone.length;
-      traits = gone[0]?.traits ?? 0;
-    }
+    const fromProfile = p === null ? NO_PROFILE : await forgetProfile(q, env, p, hashes);
+    const outboxIds = fromProfile.outboxIds;
     const removed = {
-      profiles,
-      traits,
-      userIds,
-      addressClaims,
-      consentDecisions,
+      profiles: fromProfile.profiles,
+      traits: fromProfile.traits,
+      userIds: fromProfile.userIds,
+      addressClaims: fromProfile.addressClaims,
+      consentDecisions: fromProfile.consentDecisions,
       events,
       journeyRuns,
       journeyMessages,
       identifyMessages,
       outboxEvents: outboxIds.length,
     };
+    const consentDecisionsKept = fromProfile.consentDecisionsKept;
 
     // A tombstone for each user ID of the person: calls of any of them received up to now are dropped.
     await q(
@@ -214,6 +195,46 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
   } finally {
     client.release();
   }
+}
+
+/** What the erasure removed of the person's profile, its address history, consent and outbox rows. */
+interface ProfileRemoved {
+  profiles: number;
+  traits: number;
+  userIds: number;
+  addressClaims: number;
+  consentDecisions: number;
+  consentDecisionsKept: number;
+  outboxIds: string[];
+}
+
+const NO_PROFILE: ProfileRemoved = { profiles: 0, traits: 0, userIds: 0, addressClaims: 0, consentDecisions: 0, consentDecisionsKept: 0, outboxIds: [] };
+
+/** Removes the locked profile `p` and what hangs off it; `hashes`: the user hashes of every user ID that reads it. */
+async function forgetProfile(q: Query, env: string, p: string, hashes: Buffer[]): Promise<ProfileRemoved> {
+  const count = rowsDeleted(q);
+  const { removed: consentDecisions, kept: consentDecisionsKept } = await forgetDecisions(q, env, p);
+  const addressClaims = await count('DELETE FROM address_claims WHERE profile_id = $1', [p]);
+  // Each outbox row carries the hash of the user whose call wrote it; a user never leaves
+  // its profile, so the rows of the person's user IDs include every row naming the profile.
+  const { rows: outbox } = await q<{ id: string }>(`DELETE FROM outbox_events WHERE environment_id = $1 AND user_hash = ANY($2::bytea[]) RETURNING id::text`, [
+    env,
+    hashes,
+  ]);
+  const userIds = await count('DELETE FROM profile_users WHERE profile_id = $1', [p]);
+  const { rows: gone } = await q<{ traits: number }>(
+    `DELETE FROM profiles WHERE id = $1 RETURNING (SELECT count(*) FROM json_object_keys(fields::json))::int AS traits`,
+    [p],
+  );
+  return {
+    profiles: gone.length,
+    traits: gone[0]?.traits ?? 0,
+    userIds,
+    addressClaims,
+    consentDecisions,
+    consentDecisionsKept,
+    outboxIds: outbox.map((r) => r.id),
+  };
 }
 
 /**
