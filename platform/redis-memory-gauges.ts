@@ -11,29 +11,26 @@ export const REDIS_MEMORY_METRICS = {
 
 export function registerRedisMemory(registry: Registry, memory: Pick<RedisMemory, 'reading' | 'full'>): void {
   const registers = [registry];
-  // Every process of a multi-process gateway reads the same Redis: its scrape takes the largest (gateway/cluster/collect-metrics.ts).
-  new Gauge({
-    name: REDIS_MEMORY_METRICS.used,
-    help: "Redis's used_memory (INFO memory, read every REDIS_MEMORY_CHECK_MS; absent when Redis did not answer the last reading)",
-    registers,
-    aggregator: 'max',
-    collect() {
-      const reading = memory.reading();
-      this.reset();
-      if (reading) this.set(reading.usedBytes);
-    },
-  });
-  new Gauge({
-    name: REDIS_MEMORY_METRICS.max,
-    help: "Redis's maxmemory (0: no limit), read with intake_redis_memory_used_bytes",
-    registers,
-    aggregator: 'max',
-    collect() {
-      const reading = memory.reading();
-      this.reset();
-      if (reading) this.set(reading.maxBytes);
-    },
-  });
+  // Every process of a multi-process gateway reads the same Redis: its scrape takes the largest
+  // (gateway/cluster/collect-metrics.ts). A reading gauge shows nothing while Redis did not answer.
+  const readingGauge = (name: string, help: string, figure: (reading: NonNullable<ReturnType<RedisMemory['reading']>>) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      aggregator: 'max',
+      collect() {
+        const reading = memory.reading();
+        this.reset();
+        if (reading) this.set(figure(reading));
+      },
+    });
+  readingGauge(
+    REDIS_MEMORY_METRICS.used,
+    "Redis's used_memory (INFO memory, read every REDIS_MEMORY_CHECK_MS; absent when Redis did not answer the last reading)",
+    (r) => r.usedBytes,
+  );
+  readingGauge(REDIS_MEMORY_METRICS.max, "Redis's maxmemory (0: no limit), read with intake_redis_memory_used_bytes", (r) => r.maxBytes);
   new Gauge({
     name: REDIS_MEMORY_METRICS.oom,
     help: 'Whether Redis is full (1) or not (0): used_memory at the high-water mark (REDIS_HIGH_WATER_PERCENT of maxmemory, where Track answers 503), or Redis refusing writes for memory (OOM)',
