@@ -81,41 +81,20 @@ export function checkTrack(body: unknown): TrackCheck {
 
   if (body.type !== 'track') return fail(TRACK_MESSAGES.invalidType);
 
-  const messageId = body.messageId;
-  const messageIdIssue = messageIdProblem(messageId);
-  if (messageIdIssue !== null) return fail(messageIdIssue);
-
-  const userId = body.userId;
-  const userIdProblem = idProblem(userId);
-  if (userIdProblem !== null) return fail(userIdProblem);
-
-  const anonymousId = body.anonymousId;
-  const anonymousIdProblem = idProblem(anonymousId);
-  if (anonymousIdProblem !== null) return fail(anonymousIdProblem);
-
-  const event = body.event;
-  const eventProblem = requiredStringProblem(event);
-  if (eventProblem !== null) return fail(eventProblem);
+  // The fields in product.md's order; the first problem is the answer.
+  const { messageId, userId, anonymousId, event, timestamp, context, integrations, properties } = body;
+  const problem = messageIdProblem(messageId) ?? idProblem(userId) ?? idProblem(anonymousId) ?? requiredStringProblem(event);
+  if (problem !== null) return fail(problem);
   if (RESERVED_EVENT_NAMES.has(event as string)) return fail(TRACK_MESSAGES.reservedEvent);
 
-  const timestamp = body.timestamp;
   if (typeof timestamp !== 'string') {
     return fail(expected(TRACK_MESSAGES.expectedString, 'string', timestamp));
   }
   const parsed = parseTimestamp(timestamp);
   if (!parsed.ok) return fail(TRACK_MESSAGES.invalidDatetime);
 
-  const context = body.context;
-  const contextProblem = objectProblem(context);
-  if (contextProblem !== null) return fail(contextProblem);
-
-  const integrations = body.integrations;
-  const integrationsProblem = objectProblem(integrations);
-  if (integrationsProblem !== null) return fail(integrationsProblem);
-
-  const properties = body.properties;
-  const propertiesProblem = objectProblem(properties);
-  if (propertiesProblem !== null) return fail(propertiesProblem);
+  const objectsProblem = objectProblem(context) ?? objectProblem(integrations) ?? objectProblem(properties);
+  if (objectsProblem !== null) return fail(objectsProblem);
 
   const user = (userId as string | null | undefined) ?? null;
   const anonymous = (anonymousId as string | null | undefined) ?? null;
