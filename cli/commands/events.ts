@@ -6,27 +6,20 @@ import type { TrackEvent } from '../../events/track.ts';
 import { retryFailedEvent } from '../../events/dead-letter-retry.ts';
 import { eventNames, findEvent } from '../../events/event-store.ts';
 import { journeyActivity } from '../../journeys/journey-store.ts';
-import { readArgs } from '../args.ts';
-import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
+import { environmentCommand, OperatorError, type OperatorDeps } from '../operator.ts';
 
 /** events names <org-slug> [--env <path-value>] [--days 30]: the custom events list. */
 export async function eventsNames(deps: OperatorDeps, argv: string[]) {
-  const {
-    positionals: [orgSlug],
-    values,
-    numbers,
-  } = readArgs(argv, 'events names');
-  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  const { env, numbers } = await environmentCommand(deps, argv, 'events names');
   return eventNames(deps.db, env.id, numbers.days);
 }
 
 /** events get <org-slug> <messageId> [--env <path-value>]: the stored event, or `pending` while its batch is queued. */
 export async function eventsGet(deps: OperatorDeps, argv: string[]) {
   const {
-    positionals: [orgSlug, messageId],
-    values,
-  } = readArgs(argv, 'events get');
-  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+    env,
+    positionals: [, messageId],
+  } = await environmentCommand(deps, argv, 'events get');
   const stored = await findEvent(deps.db, env.id, messageId);
   if (stored) return stored;
   const found = (await deadLettered(deps, env.id, messageId)) ?? (await inQueuedBatch(deps, env.id, messageId));
@@ -89,10 +82,9 @@ async function* queuedEvents(queues: Queue<EventBatchJob>[], states: JobType[]):
  */
 export async function eventsRetry(deps: OperatorDeps, argv: string[]) {
   const {
-    positionals: [orgSlug, messageId],
-    values,
-  } = readArgs(argv, 'events retry');
-  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+    env,
+    positionals: [, messageId],
+  } = await environmentCommand(deps, argv, 'events retry');
   if ((await retryFailedEvent(deps.deadLetterQueue(), deps.db, env.id, messageId)) === 'not-failed') {
     throw new OperatorError(`event ${JSON.stringify(messageId)} in ${env.pathValue} has not failed`);
   }
@@ -125,11 +117,9 @@ function parsePayload(payload: string): unknown {
  */
 export async function eventsActivity(deps: OperatorDeps, argv: string[]) {
   const {
-    positionals: [orgSlug],
-    values,
+    env,
     numbers: { limit },
-  } = readArgs(argv, 'events activity');
-  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  } = await environmentCommand(deps, argv, 'events activity');
   const { names, items } = await journeyActivity(deps.db, env.id, limit);
   if (!names.length) return [];
   const used = new Set(names);

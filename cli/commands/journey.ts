@@ -4,7 +4,7 @@ import { parseJourneyDefinition } from '../../journeys/journey-definition.ts';
 import { listRuns } from '../../journeys/run-store.ts';
 import { createJourney, findJourney, journeyStats, listJourneys, publishJourney } from '../../journeys/journey-store.ts';
 import { readArgs } from '../args.ts';
-import { OperatorError, findEnvironment, findLiveEnvironment, type OperatorDeps } from '../operator.ts';
+import { environmentCommand, findEnvironment, findLiveEnvironment, OperatorError, type OperatorDeps } from '../operator.ts';
 
 /** journey create <org-slug> --file <journey.json> [--env <path-value>]: the journey, unpublished. */
 export async function journeyCreate(deps: OperatorDeps, argv: string[]) {
@@ -45,11 +45,7 @@ export async function journeyPublish(deps: OperatorDeps, argv: string[]) {
 
 /** journey list <org-slug> [--env <path-value>]: every journey of the environment, oldest first. */
 export async function journeyList(deps: OperatorDeps, argv: string[]) {
-  const {
-    positionals: [orgSlug],
-    values,
-  } = readArgs(argv, 'journey list');
-  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  const { env } = await environmentCommand(deps, argv, 'journey list');
   return listJourneys(deps.db, env.id);
 }
 
@@ -69,10 +65,10 @@ export async function journeyRuns(deps: OperatorDeps, argv: string[]) {
 
 async function journeyArgs(deps: OperatorDeps, argv: string[], command: 'journey publish' | 'journey stats' | 'journey runs', find = findEnvironment) {
   const {
-    positionals: [orgSlug, id],
+    env,
+    positionals: [, id],
     values,
-  } = readArgs(argv, command);
-  const { env } = await find(deps.db, orgSlug, values.env);
+  } = await environmentCommand(deps, argv, command, find);
   return { env, id, values };
 }
 

@@ -1,17 +1,12 @@
 import { generateApiKey, hashApiKey, keySuffix } from '../../environments/api-key.ts';
-import { readArgs } from '../args.ts';
-import { OperatorError, findEnvironment, findLiveEnvironment, type OperatorDeps } from '../operator.ts';
+import { environmentCommand, findEnvironment, findLiveEnvironment, OperatorError, type OperatorDeps } from '../operator.ts';
 
 /** The status `key list` gives an unrevoked key of a removed environment. */
 export const ENVIRONMENT_REMOVED = 'environment-removed';
 
 /** key create <org-slug> [--env <path-value>]: the only time the key itself is printed. */
 export async function keyCreate(deps: OperatorDeps, argv: string[]) {
-  const {
-    positionals: [orgSlug],
-    values,
-  } = readArgs(argv, 'key create');
-  const { env } = await findLiveEnvironment(deps.db, orgSlug, values.env);
+  const { env } = await environmentCommand(deps, argv, 'key create', findLiveEnvironment);
   const key = generateApiKey();
   // Gateways are not told: a miss cached for this hash would need someone to have sent the key
   // before it existed, and it has 238 random bits (docs/decisions.md).
@@ -24,11 +19,7 @@ export async function keyCreate(deps: OperatorDeps, argv: string[]) {
  * answer 403 (check 5, product.md), so they are listed as `environment-removed`, not `active`.
  */
 export async function keyList(deps: OperatorDeps, argv: string[]) {
-  const {
-    positionals: [orgSlug],
-    values,
-  } = readArgs(argv, 'key list');
-  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+  const { env } = await environmentCommand(deps, argv, 'key list');
   const keys = await deps.db.apiKey.findMany({ where: { environmentId: env.id }, orderBy: { createdAt: 'asc' } });
   const status = (k: (typeof keys)[number]) => (env.removedAt && k.status === 'active' ? ENVIRONMENT_REMOVED : k.status);
   return keys.map((k) => ({ suffix: k.suffix, status: status(k), environment: env.pathValue, createdAt: k.createdAt.getTime() }));
@@ -41,10 +32,9 @@ export async function keyList(deps: OperatorDeps, argv: string[]) {
  */
 export async function keyRevoke(deps: OperatorDeps, argv: string[]) {
   const {
-    positionals: [orgSlug, suffix],
-    values,
-  } = readArgs(argv, 'key revoke');
-  const { env } = await findEnvironment(deps.db, orgSlug, values.env);
+    env,
+    positionals: [, suffix],
+  } = await environmentCommand(deps, argv, 'key revoke');
   const keys = await deps.db.apiKey.findMany({ where: { environmentId: env.id, suffix } });
   if (!keys.length) throw new OperatorError(`no key ending in ${suffix} in ${env.pathValue}`);
   await deps.db.apiKey.updateMany({ where: { environmentId: env.id, suffix, status: 'active' }, data: { status: 'revoked', revokedAt: new Date() } });
