@@ -17,18 +17,9 @@ import {
   type Decision,
 } from '../../identify/consent.ts';
 import { toPgText } from '../../platform/pg-text.ts';
-import { decisionInput as input } from '../helpers/consent-input.ts';
+import { decisionInput as input, storedDecisionOf } from '../helpers/consent-input.ts';
 
-const decision = (status: Decision['status'], decidedAt: number): Decision => ({
-  channel: 'email',
-  purpose: 'marketing',
-  status,
-  basis: null,
-  source: 'api',
-  proofRef: null,
-  decidedAt,
-  expiresAt: null,
-});
+const decision = (status: Decision['status'], decidedAt: number): Decision => storedDecisionOf({ status, decidedAt });
 const NOW = Date.UTC(2026, 0, 15);
 
 test('decision time: consentedAt, else the call time', (t) => {

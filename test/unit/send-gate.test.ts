@@ -1,17 +1,9 @@
 import test from 'ava';
 import type { Decision } from '../../identify/consent.ts';
 import { gateSend, sendAddress } from '../../journeys/send-gate.ts';
+import { storedDecisionOf } from '../helpers/consent-input.ts';
 
-const decision = (status: Decision['status'], expiresAt: number | null = null): Decision => ({
-  channel: 'email',
-  purpose: 'marketing',
-  status,
-  basis: null,
-  source: 'api',
-  proofRef: null,
-  decidedAt: 0,
-  expiresAt,
-});
+const decision = (status: Decision['status'], expiresAt: number | null = null): Decision => storedDecisionOf({ status, expiresAt });
 
 test('the address comes from traits.email / traits.phone, normalized as consent is keyed', (t) => {
   t.is(sendAddress('email', { email: ' A@B.com ' }), 'a@b.com');
