@@ -7,20 +7,19 @@ import http from 'node:http';
 import test from 'ava';
 import { eventually } from '../helpers/eventually.ts';
 import { postTrack, request, trackBody } from '../helpers/http.ts';
-import { spawnIntake, type Child } from '../helpers/processes.ts';
-import { closeEmptied, newTenant, openHarness, type Harness } from '../helpers/services.ts';
+import { harnessWithProcesses, spawnIntake, type Child } from '../helpers/processes.ts';
+import { newTenant, type Harness } from '../helpers/services.ts';
 
 let h: Harness;
-const children: Child[] = [];
+let children: Child[];
 
-test.before(async () => {
-  h = await openHarness();
-});
-
-test.after.always(async () => {
-  await Promise.all(children.map((c) => c.kill('SIGKILL')));
-  await closeEmptied(h);
-});
+harnessWithProcesses(
+  test,
+  (opened, started) => {
+    [h, children] = [opened, started];
+  },
+  { emptied: true },
+);
 
 const CLIENTS = 64;
 /** Accepted events before the kill: enough that group commit is batching several requests at once. */

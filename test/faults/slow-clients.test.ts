@@ -12,8 +12,8 @@ import test, { type ExecutionContext } from 'ava';
 import { loadConfig } from '../../platform/config.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
-import { spawnIntake, type Child } from '../helpers/processes.ts';
-import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { harnessWithProcesses, spawnIntake, type Child } from '../helpers/processes.ts';
+import { newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 import { parseRawAnswer, type RawAnswer } from '../helpers/uploads.ts';
 
 // The gateway runs with its defaults: these tests are about the deployed limits.
@@ -27,19 +27,18 @@ const BODY_TIMEOUT_MS = defaults.bodyTimeoutMs;
 let h: Harness;
 let tenant: Tenant;
 let gateway: Child;
-const children: Child[] = [];
+let children: Child[];
 
-test.before(async () => {
-  h = await openHarness();
-  tenant = await newTenant(h);
-  gateway = await spawnIntake('gateway', h.env);
-  children.push(gateway);
-});
-
-test.after.always(async () => {
-  await Promise.all(children.map((c) => c.kill('SIGKILL')));
-  await closeEmptied(h);
-});
+harnessWithProcesses(
+  test,
+  async (opened, started) => {
+    [h, children] = [opened, started];
+    tenant = await newTenant(h);
+    gateway = await spawnIntake('gateway', h.env);
+    children.push(gateway);
+  },
+  { emptied: true },
+);
 
 /** A raw connection to the gateway that records what comes back and when it closes. */
 function connect(url: string) {

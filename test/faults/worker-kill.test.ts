@@ -11,20 +11,19 @@ import { eventBatchName, type QueuedEvent } from '../../platform/queues.ts';
 import { checkTrack } from '../../events/track.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { trackBody } from '../helpers/http.ts';
-import { spawnIntake, type Child } from '../helpers/processes.ts';
-import { closeEmptied, newTenant, openHarness, type Harness } from '../helpers/services.ts';
+import { harnessWithProcesses, spawnIntake, type Child } from '../helpers/processes.ts';
+import { newTenant, type Harness } from '../helpers/services.ts';
 
 let h: Harness;
-const children: Child[] = [];
+let children: Child[];
 
-test.before(async () => {
-  h = await openHarness();
-});
-
-test.after.always(async () => {
-  await Promise.all(children.map((c) => c.kill('SIGKILL')));
-  await closeEmptied(h);
-});
+harnessWithProcesses(
+  test,
+  (opened, started) => {
+    [h, children] = [opened, started];
+  },
+  { emptied: true },
+);
 
 const N = 2000;
 /** Events per batch job, as one gateway group commit would write them. */

@@ -15,21 +15,15 @@ import { jsonEqual } from '../../platform/json-equal.ts';
 import { mergeTraits, type TraitState } from '../../identify/trait-merge.ts';
 import type { ConsentDecisionInput } from '../../identify/validation.ts';
 import { request, type Reply } from '../helpers/http.ts';
-import { spawnIntake, type Child } from '../helpers/processes.ts';
-import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { harnessWithProcesses, spawnTwoGateways, type Child } from '../helpers/processes.ts';
+import { newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
-const children: Child[] = [];
+let children: Child[];
 
-test.before(async () => {
-  h = await openHarness();
-  const started = await Promise.allSettled([spawnIntake('gateway', h.env), spawnIntake('gateway', h.env)]);
-  for (const s of started) if (s.status === 'fulfilled') children.push(s.value);
-  for (const s of started) if (s.status === 'rejected') throw s.reason;
-});
-test.after.always(async () => {
-  await Promise.all(children.map((c) => c.kill('SIGKILL')));
-  await h?.close();
+harnessWithProcesses(test, async (opened, started) => {
+  [h, children] = [opened, started];
+  await spawnTwoGateways(h.env, children);
 });
 
 const BASE = Date.parse('2024-05-01T10:00:00.000Z');

@@ -7,24 +7,16 @@ import { consentGet } from '../../cli/commands/consent.ts';
 import { SERVICE_EVENTS } from '../../identify/outbox.ts';
 import { messageKeyOf } from '../../identify/identify-write.ts';
 import { request, type Reply } from '../helpers/http.ts';
-import { spawnIntake, type Child } from '../helpers/processes.ts';
-import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { harnessWithProcesses, spawnTwoGateways } from '../helpers/processes.ts';
+import { newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
-const children: Child[] = [];
 let urls: [string, string];
 
-test.before(async () => {
-  h = await openHarness();
-  const started = await Promise.allSettled([spawnIntake('gateway', h.env), spawnIntake('gateway', h.env)]);
-  for (const s of started) if (s.status === 'fulfilled') children.push(s.value);
-  for (const s of started) if (s.status === 'rejected') throw s.reason;
-  urls = [children[0].url, children[1].url];
-});
-
-test.after.always(async () => {
-  await Promise.all(children.map((c) => c.kill('SIGKILL')));
-  await h?.close();
+harnessWithProcesses(test, async (opened, children) => {
+  h = opened;
+  const gateways = await spawnTwoGateways(h.env, children);
+  urls = [gateways[0].url, gateways[1].url];
 });
 
 const BASE = Date.parse('2024-05-01T10:00:00.000Z');

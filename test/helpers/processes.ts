@@ -147,3 +147,30 @@ export function spawnIntake(command: 'gateway' | 'worker', env: Record<string, s
     });
   });
 }
+
+/**
+ * A test file's harness and the `intake` processes its tests start: the harness opened before
+ * its tests (`opened` receives it and the list to add each process to), every process SIGKILLed
+ * after them, then the harness closed; `emptied`: the events queue is emptied too (closeEmptied).
+ */
+export function harnessWithProcesses(test: TestFn, opened: (h: Harness, children: Child[]) => unknown, options: { emptied?: boolean } = {}): void {
+  let h: Harness | undefined;
+  const children: Child[] = [];
+  test.before(async () => {
+    h = await openHarness();
+    await opened(h, children);
+  });
+  test.after.always(async () => {
+    await Promise.all(children.map((c) => c.kill('SIGKILL')));
+    if (options.emptied) await closeEmptied(h);
+    else await h?.close();
+  });
+}
+
+/** Two gateway processes started at once, each added to `children` (a failed start fails after both settled). */
+export async function spawnTwoGateways(env: Record<string, string>, children: Child[]): Promise<[Child, Child]> {
+  const started = await Promise.allSettled([spawnIntake('gateway', env), spawnIntake('gateway', env)]);
+  for (const s of started) if (s.status === 'fulfilled') children.push(s.value);
+  for (const s of started) if (s.status === 'rejected') throw s.reason;
+  return [children[children.length - 2], children[children.length - 1]];
+}

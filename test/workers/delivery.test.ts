@@ -7,7 +7,7 @@ import { eventBatchName, jobIdFor, type QueuedEvent } from '../../platform/queue
 import { batchCompleted, queuedMessageIds } from '../helpers/batches.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
-import { capturedLogger, gatewayInProcess, harnessWithGatewayAndWorker, spawnIntake, workerInProcess, type Child } from '../helpers/processes.ts';
+import { capturedLogger, gatewayInProcess, harnessWithGatewayAndWorker, spawnTwoGateways, workerInProcess, type Child } from '../helpers/processes.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_DATABASE_URL, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -70,10 +70,7 @@ test('the same event sent at the same moment to two gateway processes is stored 
   t.teardown(async () => {
     await Promise.all(children.map((c) => c.kill('SIGKILL')));
   });
-  const started = await Promise.allSettled([spawnIntake('gateway', h.env), spawnIntake('gateway', h.env)]);
-  for (const s of started) if (s.status === 'fulfilled') children.push(s.value);
-  for (const s of started) if (s.status === 'rejected') throw s.reason;
-  const [g1, g2] = children;
+  const [g1, g2] = await spawnTwoGateways(h.env, children);
   t.not(g1.url, g2.url);
 
   const ids: string[] = [];
