@@ -15,6 +15,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { LIBFAKETIME } from '../chaos/clock.ts';
+import { defaultAddress, EMBEDDED, installCommand } from '../cli/local-services/index.ts';
 import { ConfigError, loadConfig, type Config } from '../platform/config.ts';
 import { loadEnvFile } from '../platform/env-file.ts';
 import { describe, detectAbility, onPath, plan, PACKAGES, type AptPackage, type Remedy } from './provision.mts';
@@ -352,17 +353,14 @@ async function serviceFindings(env: NodeJS.ProcessEnv): Promise<Finding[]> {
   return findings;
 }
 
-/** DATABASE_URL's value that names the checkout's embedded PostgreSQL (cli/local-services/). */
-const EMBEDDED = 'embedded';
-
 /**
  * PostgreSQL as `npm start` meets it: DATABASE_URL's server; or, for DATABASE_URL=embedded or an
  * unset DATABASE_URL whose default address nothing answers at, the embedded PostgreSQL that it
- * starts in the checkout (cli/local-services/index.ts decides the same way; the tests move the
- * default with INTAKE_DEFAULT_DATABASE_URL, as there).
+ * starts in the checkout (cli/local-services/index.ts, whose default address and its test
+ * override, INTAKE_DEFAULT_DATABASE_URL, this takes).
  */
 async function checkServicePostgres(config: Config, env: NodeJS.ProcessEnv): Promise<Finding> {
-  const url = env.DATABASE_URL === undefined ? (env.INTAKE_DEFAULT_DATABASE_URL ?? config.databaseUrl) : config.databaseUrl;
+  const url = env.DATABASE_URL === undefined ? defaultAddress(env, 'DATABASE_URL', config.databaseUrl).url : config.databaseUrl;
   if (env.DATABASE_URL !== EMBEDDED) {
     const found = await checkPostgres(url, 'DATABASE_URL');
     if (!found.missing || env.DATABASE_URL !== undefined) return found;
@@ -381,12 +379,15 @@ async function checkServicePostgres(config: Config, env: NodeJS.ProcessEnv): Pro
 
 /** Redis as `npm start` meets it: REDIS_URL's; or, unset and nothing answering at its default, this machine's redis-server, started for the checkout. */
 async function checkServiceRedis(config: Config, env: NodeJS.ProcessEnv): Promise<Finding> {
-  const url = env.REDIS_URL === undefined ? (env.INTAKE_DEFAULT_REDIS_URL ?? config.redisUrl) : config.redisUrl;
+  const url = env.REDIS_URL === undefined ? defaultAddress(env, 'REDIS_URL', config.redisUrl).url : config.redisUrl;
   const found = await checkRedis(url, 'REDIS_URL');
   if (!found.missing || env.REDIS_URL !== undefined || env.REDIS_CLUSTER_NODES?.trim()) return found;
   const why = `no Redis answers at ${hostPort(url, 6379)} and REDIS_URL is unset`;
   if (!onPath('redis-server', env))
-    return fail(`${why}, and redis-server is not installed to start one`, 'install Redis 6.2 or later (apt-get install redis-server), or set REDIS_URL');
+    return fail(
+      `${why}, and redis-server is not installed to start one`,
+      `${installCommand(process.platform, process.getuid?.() ?? -1) ?? 'install Redis 6.2 or later'}, or set REDIS_URL`,
+    );
   return ok(`${why}: npm start starts this machine's redis-server for this folder (.intake/redis)`);
 }
 

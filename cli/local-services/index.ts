@@ -12,6 +12,7 @@ import { findOnPath, installCommand, localRedis } from './redis.ts';
 import { answers, joinServer, LocalServiceError, useServer, type SharedServer } from './shared.ts';
 
 export { LocalServiceError } from './shared.ts';
+export { installCommand } from './redis.ts';
 
 /** DATABASE_URL's value that names the embedded PostgreSQL. */
 export const EMBEDDED = 'embedded';
@@ -54,7 +55,7 @@ export interface LocalServices {
  * The address an unset setting stands for: its default, or in the tests (which cannot make the
  * machine's own servers go away) INTAKE_DEFAULT_DATABASE_URL / INTAKE_DEFAULT_REDIS_URL.
  */
-function defaultAddress(env: NodeJS.ProcessEnv, name: 'DATABASE_URL' | 'REDIS_URL', fallback: string): { url: string; overridden: boolean } {
+export function defaultAddress(env: NodeJS.ProcessEnv, name: 'DATABASE_URL' | 'REDIS_URL', fallback: string): { url: string; overridden: boolean } {
   const override = env[`INTAKE_DEFAULT_${name}`];
   return override ? { url: override, overridden: true } : { url: fallback, overridden: false };
 }

@@ -5,15 +5,14 @@
 // and keeps its data. Redis is the machine's (test/ops/local-services.test.ts starts one of the
 // checkout's own).
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import pg from 'pg';
-import { closeEmptied, openHarness, TEST_REDIS_URL, testEnv, uniqueSlug } from '../helpers/services.ts';
-import { freePort } from '../helpers/free-port.ts';
-import { checkout, npmStart, shellEnvironment, walkReadme } from '../helpers/quickstart.ts';
+import { closeEmptied, openHarness, testEnv, uniqueSlug } from '../helpers/services.ts';
+import { checkout, npmStart, shellEnvironment, walkReadme, writeCheckoutEnv } from '../helpers/quickstart.ts';
 import { isAlive } from '../../cli/local-services/shared.ts';
 
 const run = promisify(execFile);
@@ -31,22 +30,8 @@ test('DATABASE_URL=embedded: npm start runs the embedded PostgreSQL, and the wal
   const dir = checkout();
   // Under root the server runs as the user postgres, who must be able to enter the checkout.
   chmodSync(dir, 0o755);
-  const [port, dashboardPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const prefix = testEnv().QUEUE_PREFIX;
-  writeFileSync(
-    path.join(dir, '.env'),
-    [
-      `PORT=${port}`,
-      `DASHBOARD_PORT=${dashboardPort}`,
-      `WORKER_METRICS_PORT=${metricsPort}`,
-      'DATABASE_URL=embedded',
-      `REDIS_URL=${TEST_REDIS_URL}`,
-      `QUEUE_PREFIX=${prefix}`,
-      'HOST=127.0.0.1',
-      'LOG_LEVEL=info',
-      '',
-    ].join('\n'),
-  );
+  const { port, dashboardPort, metricsPort } = await writeCheckoutEnv(dir, 'embedded', prefix);
   const shell = shellEnvironment();
   const service = npmStart(dir, shell);
   const org = uniqueSlug('qse');

@@ -6,15 +6,14 @@
 // any intake setting in its environment. `npm start`'s summary of URLs is checked too. The
 // checkout is a folder of links to this one with its own .env; only the organization changes
 // (a new one per run), so the walk runs beside other tests and runs again.
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import pg from 'pg';
 import { eventually } from '../helpers/eventually.ts';
-import { checkout, npmStart, pattern, ROOT, shellEnvironment, walkReadme, walkThrough } from '../helpers/quickstart.ts';
-import { closeEmptied, openHarness, TEST_DATABASE_URL, TEST_REDIS_URL, testEnv, uniqueSlug } from '../helpers/services.ts';
-import { freePort } from '../helpers/free-port.ts';
+import { checkout, npmStart, pattern, ROOT, shellEnvironment, walkReadme, walkThrough, writeCheckoutEnv } from '../helpers/quickstart.ts';
+import { closeEmptied, openHarness, TEST_DATABASE_URL, testEnv, uniqueSlug } from '../helpers/services.ts';
 
 test('the walk-through block reads as commands, each with the output it prints', (t) => {
   const steps = walkThrough(readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
@@ -38,25 +37,11 @@ test('the walk-through block reads as commands, each with the output it prints',
 test('a newcomer on other ports and another database: npm start in one shell, the walk-through in another, one .env', async (t) => {
   t.timeout(300_000);
   const dir = checkout();
-  const [port, dashboardPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const database = new URL(TEST_DATABASE_URL);
   database.pathname = `${database.pathname}_quickstart`;
   const prefix = testEnv().QUEUE_PREFIX;
-  writeFileSync(
-    path.join(dir, '.env'),
-    [
-      '# This checkout: other ports, another database (npm start creates it).',
-      `PORT=${port}`,
-      `DASHBOARD_PORT=${dashboardPort}`,
-      `WORKER_METRICS_PORT=${metricsPort}`,
-      `DATABASE_URL=${database}`,
-      `REDIS_URL=${TEST_REDIS_URL}`,
-      `QUEUE_PREFIX=${prefix}`,
-      'HOST=127.0.0.1',
-      'LOG_LEVEL=info',
-      '',
-    ].join('\n'),
-  );
+  // This checkout: other ports, another database (npm start creates it).
+  const { port, dashboardPort, metricsPort } = await writeCheckoutEnv(dir, database.toString(), prefix);
   const shell = shellEnvironment();
   // The walk-through runs this checkout's code: it must rewrite nothing of the platform/generated
   // (and dist/) that other test files run.

@@ -10,6 +10,8 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type { ExecutionContext } from 'ava';
 import { describeConfig } from '../../platform/config.ts';
+import { freePort } from './free-port.ts';
+import { TEST_REDIS_URL } from './services.ts';
 
 const run = promisify(execFile);
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -141,4 +143,29 @@ export async function walkReadme(t: ExecutionContext, dir: string, shell: NodeJS
     t.pass(step.command.slice(0, 60));
   }
   return true;
+}
+
+/**
+ * Writes the checkout's .env as the quick-start tests give it: free ports for the gateway, the
+ * dashboard and the worker's metrics, the test Redis, a queue prefix of the test's own, and
+ * `databaseUrl`. Resolves with the ports.
+ */
+export async function writeCheckoutEnv(
+  dir: string,
+  databaseUrl: string,
+  queuePrefix: string,
+): Promise<{ port: number; dashboardPort: number; metricsPort: number }> {
+  const [port, dashboardPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  const settings = [
+    `PORT=${port}`,
+    `DASHBOARD_PORT=${dashboardPort}`,
+    `WORKER_METRICS_PORT=${metricsPort}`,
+    `DATABASE_URL=${databaseUrl}`,
+    `REDIS_URL=${TEST_REDIS_URL}`,
+    `QUEUE_PREFIX=${queuePrefix}`,
+    'HOST=127.0.0.1',
+    'LOG_LEVEL=info',
+  ];
+  writeFileSync(path.join(dir, '.env'), `${settings.join('\n')}\n`);
+  return { port, dashboardPort, metricsPort };
 }
