@@ -5,7 +5,8 @@
 // prints one table plus a JSON line per scenario. Every figure that has a yardstick is given as
 // a ratio to it, measured in the same run and in alternating rounds (medians of BENCH_ROUNDS,
 // default 3), so the ratios survive a noisy machine:
-// - Track against the naive "Koa + one queue.add() per request" server (bench/reference-server.ts);
+// - Track against the naive "Koa + one queue.add() per request" server and against plain Koa that
+//   parses the body and answers with no queue at all (bench/reference-server.ts);
 // - one worker draining a queued backlog against PostgreSQL's own 500-row
 //   `INSERT … ON CONFLICT DO NOTHING` into a copy of the events table (same indexes), one connection.
 // Then the end to end scenario: a gateway and one worker at the gateway's maximum rate for
@@ -207,6 +208,7 @@ async function main() {
   // and compared by their medians: this VM's speed drifts by tens of percent within minutes.
   const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
   let reference: Load | undefined;
+  let plainReference: Load | undefined;
   let trackMax = 0;
   // BENCH_PROFILE=1: the gateway runs under `node --cpu-prof`; its profile is summarized at the end.
   // The drain's worker is profiled too, into its own directory.
@@ -217,31 +219,39 @@ async function main() {
   const ratio = (rps: number) => (reference ? Math.round((rps / reference.reqPerSec) * 100) / 100 : '-');
   if (want('reference') || want('track') || want('memory')) {
     const withReference = want('reference') || want('track');
-    const ref = withReference
-      ? await start(['--import', 'tsx', 'bench/reference-server.ts'], { REDIS_URL, QUEUE_PREFIX: `${prefix}-ref`, PORT: '3199' }, /reference listening/)
-      : null;
+    const startReference = (kind: 'naive' | 'plain', port: number) =>
+      start(
+        ['--import', 'tsx', 'bench/reference-server.ts'],
+        { REDIS_URL, QUEUE_PREFIX: `${prefix}-ref`, PORT: String(port), REFERENCE: kind },
+        /reference listening/,
+      );
+    const ref = withReference ? await startReference('naive', 3199) : null;
+    const plain = withReference ? await startReference('plain', 3198) : null;
     const refUrl = `http://127.0.0.1:3199/api/track/${slug}`;
+    const plainUrl = `http://127.0.0.1:3198/api/track/${slug}`;
     const trackUrl = `${base}/api/track/${slug}`;
     if (ref) await wrkTrack(refUrl, { runId: `${prefix}-warm-ref`, duration: 3 });
+    if (plain) await wrkTrack(plainUrl, { runId: `${prefix}-warm-plain`, duration: 3 });
     await wrkTrack(trackUrl, { runId: `${prefix}-warm`, apiKey: key, duration: 3 });
     const refRuns: Load[] = [];
+    const plainRuns: Load[] = [];
     const trackRuns: Load[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       if (ref) refRuns.push(await wrkTrack(refUrl, { runId: `${prefix}-ref${round}` }));
+      if (plain) plainRuns.push(await wrkTrack(plainUrl, { runId: `${prefix}-plain${round}` }));
       trackRuns.push(await wrkTrack(trackUrl, { runId: `${prefix}-track${round}`, apiKey: key }));
     }
-    if (ref) {
+    if (ref && plain) {
       await stop(ref.child);
+      await stop(plain.child);
       await createEventsQueue({ ...config, queuePrefix: `${prefix}-ref` }, redis).obliterate({ force: true });
       reference = medianRound(refRuns);
-      report({
-        scenario: 'reference: Koa + queue.add() per request',
-        'req/s': reference.reqPerSec,
-        'p50 ms': reference.p50,
-        'p99 ms': reference.p99,
-        errors: reference.errors,
-        runs: roundsText(refRuns),
-      });
+      plainReference = medianRound(plainRuns);
+      for (const [scenario, runs, median] of [
+        ['reference: Koa + queue.add() per request', refRuns, reference],
+        ['reference: plain Koa, no queue', plainRuns, plainReference],
+      ] as const)
+        report({ scenario, 'req/s': median.reqPerSec, 'p50 ms': median.p50, 'p99 ms': median.p99, errors: median.errors, runs: roundsText(runs) });
     }
     const r = medianRound(trackRuns);
     trackMax = r.reqPerSec;
@@ -254,6 +264,8 @@ async function main() {
         errors: r.errors,
         'x reference': ratio(r.reqPerSec),
         'p99 x reference': reference ? Math.round((r.p99 / reference.p99) * 100) / 100 : '-',
+        'x plain Koa': plainReference ? Math.round((r.reqPerSec / plainReference.reqPerSec) * 100) / 100 : '-',
+        'p99 x plain Koa': plainReference ? Math.round((r.p99 / plainReference.p99) * 100) / 100 : '-',
         runs: roundsText(trackRuns),
       });
   }

@@ -19,9 +19,8 @@
 // swap-remove array of uploads per environment, and environments kept in lists by the number of
 // uploads they hold, so the largest holder is at hand.
 // See docs/reliability.md, "Fairness between tenants", and docs/decisions.md, "Overload".
-import type { Middleware } from 'koa';
+import type { IngestContext } from './checks/chain.ts';
 import { tooManyRequests, type ApiError } from './errors.ts';
-import type { IngestState } from './state.ts';
 
 export interface AdmissionBounds {
   inFlight: number;
@@ -55,8 +54,10 @@ export interface UploadSlot {
 }
 
 export interface Admission {
-  /** After the body is read (Profiles: after check 5): holds an in-flight slot while the rest of the chain runs, or refuses with 429. */
-  inFlight: Middleware<IngestState>;
+  /** A check step, after the body is read (Profiles: after check 5): takes an in-flight slot for the request, or refuses with 429. */
+  takeInFlight(ctx: IngestContext): void;
+  /** When the request's checks and answer have ended: gives back the slot it took, if it took one. */
+  leaveInFlight(ctx: IngestContext): void;
   /** Gives `slot` an upload slot of the environment (perhaps taken back from another), or throws the 429 that closes the connection (the body is not read). */
   beginUpload(environmentId: string, slot: UploadSlot): void;
   /** Gives the slot back (nothing when it was taken back meanwhile). */
@@ -146,19 +147,21 @@ export function createAdmission(bounds: AdmissionBounds): Admission {
   };
 
   return {
-    inFlight: async function inFlightSlot(ctx, next) {
+    takeInFlight(ctx) {
       // The same object until it is released: pruning leaves an environment that holds a slot.
       const held = heldBy(ctx.state.environment.id);
       if (held.inFlight >= bounds.inFlightPerEnvironment) refuse('in_flight_environment', busy);
       if (!fairToTake(held.inFlight, inFlight, bounds.inFlight)) refuse(inFlight >= bounds.inFlight ? 'in_flight' : 'in_flight_environment', busy);
       held.inFlight++;
       inFlight++;
-      try {
-        await next();
-      } finally {
-        held.inFlight--;
-        inFlight--;
-      }
+      ctx.state.inFlight = held;
+    },
+    leaveInFlight(ctx) {
+      const held = ctx.state.inFlight;
+      if (held === undefined) return;
+      ctx.state.inFlight = undefined;
+      (held as Held).inFlight--;
+      inFlight--;
     },
     beginUpload(environmentId, slot) {
       const held = heldBy(environmentId);

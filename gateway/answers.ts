@@ -2,19 +2,29 @@
 // after its own work and a call of a suppressed user, answered as if stored
 // (middleware/suppressed.ts), must be indistinguishable to the caller.
 
+// Each is written as its JSON text, with its Content-Type set as Koa sets it for a JSON body: no
+// object to serialize after the handler, and no media type to look up, on every request. A
+// messageId is well-formed (no lone surrogate), so JSON.stringify writes it as stringifyJson would.
+
 /** What an answer is written into: Koa's context. */
 interface Reply {
   status: number;
   body: unknown;
+  set(field: string, value: string): void;
 }
+
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** Track: 202 once the event is durably queued. */
 export function answerTrackAccepted(ctx: Reply, messageId: string): void {
   ctx.status = 202;
-  ctx.body = { message_id: messageId, status: 'accepted' };
+  ctx.set('Content-Type', JSON_TYPE);
+  ctx.body = `{"message_id":${JSON.stringify(messageId)},"status":"accepted"}`;
 }
 
-/** Identify: 200 (Koa's status for a body) once the call is saved, or recognized as a duplicate. */
+/** Identify: 200 once the call is saved, or recognized as a duplicate. */
 export function answerIdentifySaved(ctx: Reply, messageId: string, duplicate: boolean): void {
-  ctx.body = { success: true, messageId, duplicate };
+  ctx.status = 200;
+  ctx.set('Content-Type', JSON_TYPE);
+  ctx.body = `{"success":true,"messageId":${JSON.stringify(messageId)},"duplicate":${duplicate}}`;
 }

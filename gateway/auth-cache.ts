@@ -25,6 +25,8 @@ import { findKeyByHash, type KeyRecord } from '../environments/environment-store
 import { KeyCache } from './key-cache.ts';
 
 export interface AuthCache {
+  /** The answer memory may give now, without PostgreSQL; undefined when only lookup can. */
+  cached(hash: string): KeyRecord | null | undefined;
   lookup(hash: string): Promise<KeyRecord | null>;
   close(): Promise<void>;
 }
@@ -133,19 +135,27 @@ export function createAuthCache(deps: AuthCacheDeps): AuthCache {
     read(hash).catch(() => {});
   }
 
+  function cached(hash: string): KeyRecord | null | undefined {
+    if (!caching()) return undefined;
+    const entry = cache.get(hash);
+    if (!entry) return undefined;
+    const now = Date.now();
+    const age = now - entry.verifiedAt;
+    if (age < ttlMs) return entry.record;
+    if (unreachable && age < staleMaxMs) {
+      probe(hash, now);
+      return entry.record;
+    }
+    return undefined;
+  }
+
   return {
+    cached,
     async lookup(hash) {
+      const known = cached(hash);
+      if (known !== undefined) return known;
       if (!caching()) return findKeyByHash(db, hash);
-      const now = Date.now();
       const entry = cache.get(hash);
-      if (entry) {
-        const age = now - entry.verifiedAt;
-        if (age < ttlMs) return entry.record;
-        if (unreachable && age < staleMaxMs) {
-          probe(hash, now);
-          return entry.record;
-        }
-      }
       try {
         return await read(hash);
       } catch (err) {

@@ -5,7 +5,6 @@ import type { Redis } from '../platform/redis.ts';
 import type { RedisMemory } from '../platform/redis-memory.ts';
 import type { AuthCache } from './auth-cache.ts';
 import type { Suppressions } from './suppressions.ts';
-import { suppressedIdentify, suppressedTrack } from './middleware/suppressed.ts';
 import type { EventBatcher } from './event-batcher.ts';
 import type { ProfileReader } from '../profiles/profile-reader.ts';
 import type { JsonWork } from '../platform/json-pool.ts';
@@ -15,13 +14,15 @@ import { healthz, metrics, readyz } from './handlers/health.ts';
 import { identify, type IdentifyBatcher } from './handlers/identify.ts';
 import { profiles } from './handlers/profiles.ts';
 import { track } from './handlers/track.ts';
-import { apiKey } from './middleware/api-key.ts';
-import { environmentBinding } from './middleware/environment-binding.ts';
-import { environmentHeader } from './middleware/environment-header.ts';
-import { jsonBody } from './middleware/json-body.ts';
+import { apiKey } from './checks/api-key.ts';
+import { checkChain, type Step } from './checks/chain.ts';
+import { environmentBinding } from './checks/environment-binding.ts';
+import { environmentHeader } from './checks/environment-header.ts';
+import { jsonBody } from './checks/json-body.ts';
+import { orgSlug } from './checks/org-slug.ts';
+import { suppressedIdentify, suppressedTrack } from './checks/suppressed.ts';
+import { validateIdentify, validateTrack } from './checks/validate.ts';
 import { getOnly } from './middleware/not-found.ts';
-import { orgSlug } from './middleware/org-slug.ts';
-import { validateIdentify, validateTrack } from './middleware/validate.ts';
 import type { IngestState } from './state.ts';
 import type { MetricsSource } from './cluster/member.ts';
 import type { Admission } from './admission.ts';
@@ -51,34 +52,35 @@ export interface GatewayDeps {
 
 /**
  * The route table: one named line per endpoint (the name is the log's and the metrics' `route`), its checks in
- * product.md's order. Slots are taken once the environment is known (after check 5): a body that is still
- * arriving takes an upload slot while it is read (inside jsonBody), and a request holds an in-flight slot
- * from when its body is read until it is answered. Health probes and /metrics take neither.
+ * product.md's order, each a step of one chain (checks/chain.ts). Slots are taken once the environment is known
+ * (after check 5): a body that is still arriving takes an upload slot while it is read (inside jsonBody), and a
+ * request holds an in-flight slot from when its body is read until it is answered. Health probes and /metrics
+ * take neither.
  */
 export function createRouter(deps: GatewayDeps): Router<IngestState> {
-  const { config } = deps;
+  const { config, admission } = deps;
   // strict: no trailing slash; sensitive: paths match exactly.
   const router = new Router<IngestState>({ strict: true, sensitive: true });
   const ingest = [orgSlug, environmentHeader, apiKey(deps.authCache), environmentBinding];
-  const inFlight = deps.admission.inFlight;
-  const uploads = { admission: deps.admission, watch: deps.uploadWatch };
+  const inFlight = admission.takeInFlight;
+  const chain = (steps: Step[]) => checkChain(steps, admission.leaveInFlight);
+  const uploads = { admission, watch: deps.uploadWatch };
   // Size before parsing (product.md's check order): TRACK_RAW_BODY_LIMIT is at most the 1 MiB event
   // limit, so a raw body over it answers 413 whatever it holds, even when it is not JSON.
   const trackBody = jsonBody(config.trackRawBodyLimit, { tooLarge: trackTooLarge, notJson: invalidJson }, uploads);
   const identifyBody = jsonBody(config.identifyBodyLimit, { tooLarge: bodyTooLarge, notJson: () => identifyInvalid(notJsonIssues()) }, uploads);
 
-  router.post('track', '/api/track/:orgSlug', ...ingest, trackBody, inFlight, validateTrack(deps.json), suppressedTrack(deps.suppressions), track(deps));
+  router.post(
+    'track',
+    '/api/track/:orgSlug',
+    chain([...ingest, trackBody, inFlight, validateTrack(deps.json), suppressedTrack(deps.suppressions), track(deps)]),
+  );
   router.post(
     'identify',
     '/api/identify/:orgSlug',
-    ...ingest,
-    identifyBody,
-    inFlight,
-    validateIdentify(deps.json),
-    suppressedIdentify(deps.suppressions),
-    identify(deps),
+    chain([...ingest, identifyBody, inFlight, validateIdentify(deps.json), suppressedIdentify(deps.suppressions), identify(deps)]),
   );
-  router.get('profiles', '/api/profiles/:orgSlug/:userId', getOnly, ...ingest, inFlight, profiles(deps));
+  router.get('profiles', '/api/profiles/:orgSlug/:userId', chain([getOnly, ...ingest, inFlight, profiles(deps)]));
   router.get('healthz', '/healthz', healthz);
   router.get('readyz', '/readyz', readyz(deps));
   router.get('metrics', '/metrics', metrics(deps.metrics));

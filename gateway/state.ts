@@ -1,6 +1,7 @@
 import type { BoundEnvironment } from '../environments/environment-store.ts';
 import type { IdentifyInput } from '../identify/validation.ts';
 import type { TrackHeader } from '../events/track.ts';
+import type { EnvironmentSlots } from './admission.ts';
 
 /** Per-request state; each middleware of the check chain fills one field, in order. */
 export interface IngestState {
@@ -15,6 +16,8 @@ export interface IngestState {
   track: TrackHeader; // check 6b
   timestampMs: number;
   identify: IdentifyInput; // check 6b (Identify)
+  /** The in-flight slot it holds (admission.ts), until its checks and answer have ended. */
+  inFlight?: EnvironmentSlots;
   /** What refused the request (a 4xx's error, with an Identify call's first issue), for the request log. */
   refusal?: string;
 }

@@ -14,7 +14,7 @@ export interface Upload {
   seenAt: number;
   /** Bytes received so far; the reader keeps it current. */
   received: number;
-  /** Stops reading and fails the read as too slow. Called at most once: by a check, or when its upload slot is taken back (middleware/json-body.ts), which unwatches it first. */
+  /** Stops reading and fails the read as too slow. Called at most once: by a check, or when its upload slot is taken back (checks/json-body.ts), which unwatches it first. */
   readonly cut: () => void;
   /** Its place in the watch's array; -1 once unwatched. */
   index: number;

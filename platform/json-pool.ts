@@ -30,6 +30,8 @@ export interface JsonTaskTable {
 }
 
 export interface JsonWork {
+  /** Whether work on these texts runs on the caller's thread (run would settle at once): the caller may then call the task itself. */
+  inline(...texts: unknown[]): boolean;
   /** Runs the task where its string arguments' size says. */
   run<F extends JsonTask>(task: F, ...args: Parameters<F>): Promise<ReturnType<F>>;
   /** As run, with the caller naming the texts the task's cost grows with (for arguments that are not strings). */
@@ -52,6 +54,7 @@ const DEPTH_SCAN_CHARS = 2 * INLINE_JSON_DEPTH;
 
 /** Everything on the caller's thread (the CLI, the workers, unit tests). */
 export const inlineJsonWork: JsonWork = {
+  inline: () => true,
   run: (task, ...args) => runInline(task, args),
   runFor: (_texts, task, ...args) => runInline(task, args),
   threaded: () => 0,
@@ -152,6 +155,7 @@ export function createJsonPool(table: JsonTaskTable, options: JsonPoolOptions = 
   const runOn = <F extends JsonTask>(texts: readonly unknown[], task: F, args: unknown[]) =>
     closed || !isLarge(texts, inlineChars) ? runInline(task, args) : onThread(task, args);
   return {
+    inline: (...texts) => closed || !isLarge(texts, inlineChars),
     run: (task, ...args) => runOn(args, task, args),
     runFor: (texts, task, ...args) => runOn(texts, task, args),
     threaded: () => threaded,

@@ -67,16 +67,34 @@ export type PlainFields = Record<string, string | number | boolean | null>;
  * made elsewhere gets log.info.
  */
 export function infoLine(log: Logger): (fields: PlainFields) => void {
-  const fast = infoLines.get(log);
+  const fast = infoMembers(log);
   if (!fast) return (fields) => log.isLevelEnabled('info') && log.info(fields);
   return (fields) => {
-    if (!log.isLevelEnabled('info')) return;
-    let line = `{"level":30${fast.time()}${fast.bindings}`;
-    for (const key in fields) {
-      const v = fields[key];
-      line += `,"${key}":${typeof v === 'string' ? JSON.stringify(v) : typeof v === 'number' && !Number.isFinite(v) ? 'null' : String(v)}`;
-    }
-    fast.lines.write(`${line}}\n`);
+    if (!fast.enabled()) return;
+    let members = '';
+    for (const key in fields) members += `,"${key}":${plainJson(fields[key])}`;
+    fast.write(members);
+  };
+}
+
+/** A plain value as pino writes it. */
+export function plainJson(v: string | number | boolean | null): string {
+  return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'number' && !Number.isFinite(v) ? 'null' : String(v);
+}
+
+/** Writes info lines whose members a hot path has written itself (each `,"key":value`, as plainJson writes values). */
+export interface InfoMembers {
+  enabled(): boolean;
+  write(members: string): void;
+}
+
+/** The line writer of a logger createLogger made (null for one made elsewhere): infoLine without a fields object to walk. */
+export function infoMembers(log: Logger): InfoMembers | null {
+  const fast = infoLines.get(log);
+  if (!fast) return null;
+  return {
+    enabled: () => log.isLevelEnabled('info'),
+    write: (members) => void fast.lines.write(`{"level":30${fast.time()}${fast.bindings}${members}}\n`),
   };
 }
 

@@ -1,7 +1,6 @@
 // Identify at the gateway: the calls that arrive together are applied in one transaction
 // (group commit, platform/group-batch.ts; the transaction: identify/identify-batch.ts), and
 // each is answered with its own verdict once that transaction committed, or with its own error.
-import type { Middleware } from 'koa';
 import type pg from 'pg';
 import { createGroupBatch, type GroupBatch, type GroupBatchOptions } from '../../platform/group-batch.ts';
 import type { JsonWork } from '../../platform/json-pool.ts';
@@ -11,7 +10,7 @@ import { createOutboxNotify } from '../../identify/outbox.ts';
 import { ProfileCache } from '../../identify/profile-cache.ts';
 import { answerIdentifySaved } from '../answers.ts';
 import { messageIdConflict } from '../errors.ts';
-import type { IngestState } from '../state.ts';
+import type { Step } from '../checks/chain.ts';
 
 export type IdentifyBatcher = GroupBatch<IdentifyCall, Verdict>;
 
@@ -29,7 +28,7 @@ export function createIdentifyBatcher(
 }
 
 /** Saved before the answer (its batch committed): 200 applied or duplicate, 409 for a messageId reused differently. */
-export function identify(deps: { identifyBatcher: IdentifyBatcher }): Middleware<IngestState> {
+export function identify(deps: { identifyBatcher: IdentifyBatcher }): Step {
   return async function identify(ctx) {
     const { environment, identify: input, receivedAt } = ctx.state;
     const call = toIdentifyCall(environment, input, receivedAt);

@@ -1,10 +1,9 @@
-import type { RouterMiddleware } from '@koa/router';
 import { profileNotFound } from '../errors.ts';
 import type { ProfileReader } from '../../profiles/profile-reader.ts';
-import type { IngestState } from '../state.ts';
+import type { Step } from '../checks/chain.ts';
 
 /** The profile of a user ID (URL-decoded as UTF-8, looked up trimmed). */
-export function profiles(deps: { profileReader: ProfileReader }): RouterMiddleware<IngestState> {
+export function profiles(deps: { profileReader: ProfileReader }): Step {
   return async function profiles(ctx) {
     const userId = userIdOf(ctx.params.userId, ctx.path);
     // Not UTF-8 once decoded (`%FF`, `%ED%A0%80`): no user ID is, so no profile has it.

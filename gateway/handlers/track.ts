@@ -1,12 +1,11 @@
-import type { Middleware } from 'koa';
 import type { QueuedEvent } from '../../platform/queues.ts';
 import type { EventBatcher } from '../event-batcher.ts';
 import { answerTrackAccepted } from '../answers.ts';
 import { eventStorageUnavailable } from '../errors.ts';
-import type { IngestState } from '../state.ts';
+import type { Step } from '../checks/chain.ts';
 
 /** 202 only once the event's batch job is stored in Redis (group-committed with its neighbours); otherwise 503. */
-export function track(deps: { batcher: EventBatcher }): Middleware<IngestState> {
+export function track(deps: { batcher: EventBatcher }): Step {
   return async function track(ctx) {
     const { environment, track: event, receivedAt, timestampMs, storedPayload } = ctx.state;
     const queued: QueuedEvent = { environmentId: environment.id, messageId: event.messageId, receivedAt, timestampMs, payload: storedPayload };

@@ -2,8 +2,12 @@ import test from 'ava';
 import fc from 'fast-check';
 import { createAdmission, fairToTake, type Admission, type AdmissionBounds, type UploadSlot } from '../../gateway/admission.ts';
 import { ApiError } from '../../gateway/errors.ts';
+import { checkChain } from '../../gateway/checks/chain.ts';
 
 const ctxOf = (id: string) => ({ state: { environment: { id } } }) as never;
+/** The admission's in-flight slot as a route's chain holds it: taken by a step, given back once the steps after it end. */
+const inFlightWhile = (admission: Admission, id: string, rest: () => Promise<void>) =>
+  checkChain([admission.takeInFlight, rest], admission.leaveInFlight)(ctxOf(id), async () => {});
 
 /** An upload as the body reader makes one; `reclaimed` counts the admission's calls. */
 function slot(): UploadSlot & { reclaimed: number } {
@@ -108,7 +112,7 @@ test('uploads: shares adapt to the environments taking; one that holds fewer tak
 test('in flight: held while the chain runs, refused past the part, the fair share or the total (the body was read: the connection stays)', async (t) => {
   const admission = createAdmission({ inFlight: 4, inFlightPerEnvironment: 3, uploads: 1, uploadsPerEnvironment: 1 });
   const releases: (() => void)[] = [];
-  const hold = (id: string) => admission.inFlight(ctxOf(id), () => new Promise<void>((resolve) => releases.push(resolve)));
+  const hold = (id: string) => inFlightWhile(admission, id, () => new Promise<void>((resolve) => releases.push(resolve)));
   // a alone: half of the total.
   const held = [hold('a'), hold('a')];
   const refusal = await t.throwsAsync(hold('a'), { instanceOf: ApiError });
@@ -127,14 +131,14 @@ test('in flight: held while the chain runs, refused past the part, the fair shar
   await Promise.all(held);
   t.is(admission.inFlightCount(), 0);
   admission.prune();
-  await admission.inFlight(ctxOf('a'), async () => {});
+  await inFlightWhile(admission, 'a', async () => {});
   t.is(admission.inFlightCount(), 0);
 });
 
 test('in flight: the part binds below the fair share', async (t) => {
   const admission = createAdmission({ inFlight: 10, inFlightPerEnvironment: 2, uploads: 1, uploadsPerEnvironment: 1 });
   const releases: (() => void)[] = [];
-  const hold = (id: string) => admission.inFlight(ctxOf(id), () => new Promise<void>((resolve) => releases.push(resolve)));
+  const hold = (id: string) => inFlightWhile(admission, id, () => new Promise<void>((resolve) => releases.push(resolve)));
   const held = [hold('a'), hold('a')];
   await t.throwsAsync(hold('a'), { instanceOf: ApiError });
   t.is(admission.refusals('in_flight_environment'), 1);

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { pino } from 'pino';
-import { infoLine, LineBatch, loggerTo, type PlainFields } from '../../platform/logger.ts';
+import { infoLine, infoMembers, LineBatch, loggerTo, plainJson, type PlainFields } from '../../platform/logger.ts';
 
 /** A logger as createLogger makes it, writing its lines to an array. */
 function captured(level = 'info') {
@@ -44,4 +44,15 @@ test('a logger made elsewhere gets log.info', (t) => {
     chunks.map((c) => JSON.parse(c)),
     [{ level: 30, status: 201, route: null }],
   );
+});
+
+test('infoMembers writes the line pino writes for the same members', (t) => {
+  const { log, lines } = captured();
+  const fields = { requestId: 'ab12-1z', method: 'POST', route: 'track', status: 202, ms: 0.41, refusal: 'Reserved "event" name' };
+  log.info(fields);
+  let members = '';
+  for (const [key, value] of Object.entries(fields)) members += `,"${key}":${plainJson(value)}`;
+  infoMembers(log)!.write(members);
+  const [viaPino, viaMembers] = lines();
+  t.is(untimed(viaMembers), untimed(viaPino));
 });

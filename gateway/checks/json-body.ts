@@ -1,9 +1,8 @@
-import type { Context, Middleware } from 'koa';
 import { readBodyText } from '../read-body.ts';
 import { requestTimeout, tooManyRequests, type ApiError } from '../errors.ts';
 import type { Admission, EnvironmentSlots, UploadSlot } from '../admission.ts';
 import type { Upload, UploadWatch } from '../upload-watch.ts';
-import type { IngestState } from '../state.ts';
+import type { Step } from './chain.ts';
 
 export interface BodyErrors {
   /** The raw body is over the route's cap (checked from Content-Length before reading). */
@@ -66,8 +65,8 @@ class WatchedUpload implements UploadSlot, UploadWatch {
  * 429 when the admission takes its slot back for an environment holding fewer. A body already
  * whole waits on nothing and takes no slot.
  */
-export function jsonBody(limitBytes: number, errors: BodyErrors, uploads: Uploads): Middleware<IngestState> {
-  return async function jsonBody(ctx: Context, next) {
+export function jsonBody(limitBytes: number, errors: BodyErrors, uploads: Uploads): Step {
+  return async function jsonBody(ctx) {
     const req = ctx.req;
     // Node's parser has read the whole message already (say, while the key lookup waited on
     // PostgreSQL). Usually it has not: the checks run between the parser's callback for the
@@ -91,6 +90,5 @@ export function jsonBody(limitBytes: number, errors: BodyErrors, uploads: Upload
       if (upload) uploads.admission.endUpload(upload);
     }
     ctx.state.rawBody = text;
-    await next();
   };
 }
