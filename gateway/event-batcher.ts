@@ -31,7 +31,7 @@ import type { Logger } from '../platform/logger.ts';
 import { ReplicaAckError, withReplicaAcks } from '../platform/replica-ack.ts';
 import type { Redis } from '../platform/redis.ts';
 import { createMicroBatch } from '../platform/micro-batch.ts';
-import { eventBatchName, type EventBatchJob, type QueuedEvent } from '../platform/queues.ts';
+import { eventBatchName, type EventBatchJob, type QueuedEvent } from '../events/jobs.ts';
 import { estimatedJobBytes, isOomError, redisErrorCode, type RedisMemory } from '../platform/redis-memory.ts';
 import { TimeoutError, withTimeout } from '../platform/with-timeout.ts';
 

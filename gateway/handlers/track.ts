@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import type { QueuedEvent } from '../../platform/queues.ts';
+import type { QueuedEvent } from '../../events/jobs.ts';
 import type { EventBatcher } from '../event-batcher.ts';
 import { answerTrackAccepted } from '../answers.ts';
 import { eventStorageUnavailable } from '../errors.ts';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import test from 'ava';
 import { journeyCreate, journeyPublish, journeyStatsCommand } from '../../cli/commands/journey.ts';
 import { storedTrackPayload } from '../../events/track-payload.ts';
-import { eventBatchName, type QueuedEvent } from '../../platform/queues.ts';
+import { eventBatchName, type QueuedEvent } from '../../events/jobs.ts';
 import { checkTrack } from '../../events/track.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { trackBody } from '../helpers/http.ts';

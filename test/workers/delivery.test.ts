@@ -3,7 +3,8 @@
 import test from 'ava';
 import { eventsGet, eventsNames } from '../../cli/commands/events.ts';
 import { OperatorError } from '../../cli/operator.ts';
-import { eventBatchName, jobIdFor, type QueuedEvent } from '../../platform/queues.ts';
+import { jobIdFor } from '../../platform/queues.ts';
+import { eventBatchName, type QueuedEvent } from '../../events/jobs.ts';
 import { batchCompleted, queuedMessageIds } from '../helpers/batches.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
