@@ -155,7 +155,7 @@ export function createEventBatcher(partitions: Queue<EventBatchJob> | Queue<Even
     probes[p].unref();
   }
 
-  /** The ioredis connection intake gave its queues (platform/queues.ts), which BullMQ types as its own adapter. */
+  /** The ioredis connection intake gave its queues (events/jobs.ts), which BullMQ types as its own adapter. */
   const clientOf = async (queue: Queue<EventBatchJob>) => (await queue.client) as unknown as Redis;
 
   /**
