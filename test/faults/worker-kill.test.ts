@@ -17,13 +17,7 @@ import { newTenant, type Harness } from '../helpers/services.ts';
 let h: Harness;
 let children: Child[];
 
-harnessWithProcesses(
-  test,
-  (opened, started) => {
-    [h, children] = [opened, started];
-  },
-  { emptied: true },
-);
+harnessWithProcesses(test, (...opened) => ([h, children] = opened), { emptied: true });
 
 const N = 2000;
 /** Events per batch job, as one gateway group commit would write them. */
