@@ -34,7 +34,7 @@ import { identityHash } from '../platform/identity-hash.ts';
 import { migrate } from '../cli/migrate.ts';
 import { createPartitionsFor, dropEventPartition, eventPartitions, STORAGE_MAINTENANCE_LOCK } from '../events/storage.ts';
 import { partitionName } from '../events/partition-plan.ts';
-import { createEventsQueue, createServiceEventsQueue, eventBatchName, type QueuedEvent } from '../platform/queues.ts';
+import { createEventsQueue, createServiceEventsQueue, eventBatchName, type QueuedEvent } from '../events/jobs.ts';
 import { createRedis } from '../platform/redis.ts';
 import { runScript, runWrk, startProcess, stopProcess } from './processes.mts';
 import { summarizeProfile } from './cpu-profile.mts';

@@ -2,8 +2,8 @@
 // a relative offset (`+0`, `+2d`) from one shared file. Monotonic clocks are left alone, so
 // timers and timeouts keep real time while the wall clock jumps.
 import { writeFileSync } from 'node:fs';
+import { LIBFAKETIME } from '../scripts/provision.mts';
 
-export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 export const DAY_MS = 86_400_000;
 
 /**

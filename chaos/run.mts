@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseChaosArgs } from './args.ts';
 import { installSignalHandlers } from './cleanup.ts';
-import { buildForRun } from './build.ts';
+import { buildForRun } from './compiled.ts';
 import { germanLocale } from './postgres.ts';
 import { runSeed } from './seed-run.ts';
 

@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../test/helpers/free-port.ts';
 import { startRedisCluster, type OwnCluster } from '../test/helpers/redis-cluster.ts';
-import { runFromBuild } from './build.ts';
+import { runFromBuild } from './compiled.ts';
 import { onCleanup } from './cleanup.ts';
 import { FakeClock } from './clock.ts';
 import { runIntake, runIntakeJson } from './commands.ts';

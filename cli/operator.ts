@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import type { Config } from '../platform/config.ts';
 import type { Db } from '../platform/db.ts';
 import { authCacheChannels, suppressionChannels } from '../platform/queue-keys.ts';
-import type { DeadLetterJob, EventBatchJob, ServiceEventJob } from '../platform/queues.ts';
+import type { DeadLetterJob, EventBatchJob, ServiceEventJob } from '../events/jobs.ts';
 import type { Cluster, Redis } from '../platform/redis.ts';
 import { TimeoutError, withTimeout } from '../platform/with-timeout.ts';
 import { readArgs } from './args.ts';
@@ -85,15 +85,15 @@ export async function environmentCommand(deps: Pick<OperatorDeps, 'db'>, argv: s
 
 type RedisModule = typeof import('../platform/redis.ts');
 /** What operator commands that read the queues need: BullMQ's queues and Redis connections. */
-export type QueueModules = typeof import('../platform/queues.ts') & RedisModule;
+export type QueueModules = typeof import('../platform/queues.ts') & typeof import('../events/jobs.ts') & RedisModule;
 
 /**
  * BullMQ takes about 0.3 s to load, ioredis about 0.1 s, and most commands read PostgreSQL
  * only: they are imported by the commands that use them.
  */
 export async function loadQueueModules(): Promise<QueueModules> {
-  const [queues, redis] = await Promise.all([import('../platform/queues.ts'), import('../platform/redis.ts')]);
-  return { ...queues, ...redis };
+  const [queues, jobs, redis] = await Promise.all([import('../platform/queues.ts'), import('../events/jobs.ts'), import('../platform/redis.ts')]);
+  return { ...queues, ...jobs, ...redis };
 }
 
 /**

@@ -38,6 +38,16 @@ const suppressNotes: readonly string[] = [
   'Calls of the user ID received from then on are answered as the contract says (200 / 202) and stored nowhere; every gateway is told through Redis and confirms within 10 s, or the command exits 1 saying so (run it again). Workers and Identify check PostgreSQL too, so nothing received after the command is stored even by a gateway that has not heard.',
 ];
 
+/** `events get` and `events retry`: one event of an environment, named by its messageId. */
+function eventCommand(summary: string) {
+  return { section: 'operator', args: ['org-slug', 'messageId'], options: { env }, summary } as const;
+}
+
+/** `users suppress` and `users unsuppress`: one user ID of an organization, the change audited under --by. */
+function suppressionCommand(summary: string, notes: readonly string[]) {
+  return { section: 'operator', args: ['org-slug', 'user-id'], options: { env, by }, summary, notes } as const;
+}
+
 export const COMMANDS = {
   gateway: {
     section: 'process',
@@ -119,24 +129,14 @@ export const COMMANDS = {
     options: { env, days: { value: '<days>', help: 'the window', whole: { min: 1, max: 3650, default: 30, unit: 'days' } } },
     summary: 'the custom events list: names received in the window; prints [{"event","lastSeenAt","count"}]',
   },
-  'events get': {
-    section: 'operator',
-    args: ['org-slug', 'messageId'],
-    options: { env },
-    summary: 'one event with its status (pending, processed, failed) and whether it may drive journeys',
-  },
+  'events get': eventCommand('one event with its status (pending, processed, failed) and whether it may drive journeys'),
   'events activity': {
     section: 'operator',
     args: ['org-slug'],
     options: { env, limit: { value: '<count>', help: 'how many, newest first', whole: { min: 1, max: 10_000, default: 100, unit: 'events' } } },
     summary: 'the activity list: events whose name a published journey uses, stored or still queued',
   },
-  'events retry': {
-    section: 'operator',
-    args: ['org-slug', 'messageId'],
-    options: { env },
-    summary: 'send a failed event through the worker once more; prints {"messageId","status":"retrying"}',
-  },
+  'events retry': eventCommand('send a failed event through the worker once more; prints {"messageId","status":"retrying"}'),
   'journey create': {
     section: 'operator',
     args: ['org-slug'],
@@ -179,20 +179,11 @@ export const COMMANDS = {
       'The audit (intake users audit) records a keyed hash of the user ID, the counts and the operator, never the ID.',
     ],
   },
-  'users suppress': {
-    section: 'operator',
-    args: ['org-slug', 'user-id'],
-    options: { env, by },
-    summary: 'drop every later Identify and Track call of a user ID, answering it as usual; prints {"userHash","suppressedAt","changed"}',
-    notes: suppressNotes,
-  },
-  'users unsuppress': {
-    section: 'operator',
-    args: ['org-slug', 'user-id'],
-    options: { env, by },
-    summary: 'store calls of a user ID again (nothing dropped meanwhile comes back); prints {"userHash","changed"}',
-    notes: notifies,
-  },
+  'users suppress': suppressionCommand(
+    'drop every later Identify and Track call of a user ID, answering it as usual; prints {"userHash","suppressedAt","changed"}',
+    suppressNotes,
+  ),
+  'users unsuppress': suppressionCommand('store calls of a user ID again (nothing dropped meanwhile comes back); prints {"userHash","changed"}', notifies),
   'users suppressed': {
     section: 'operator',
     args: ['org-slug'],

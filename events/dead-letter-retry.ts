@@ -4,7 +4,7 @@
 import type { Queue } from 'bullmq';
 import type { Db } from '../platform/db.ts';
 import { jobIdFor } from '../platform/queue-keys.ts';
-import type { DeadLetterJob } from '../platform/queues.ts';
+import type { DeadLetterJob } from './jobs.ts';
 import { findFailedEvent } from './event-store.ts';
 
 /** `retrying` once a job will run it; `not-failed` when there is nothing failed to retry. */

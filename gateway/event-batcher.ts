@@ -31,7 +31,7 @@ import type { Logger } from '../platform/logger.ts';
 import { ReplicaAckError, withReplicaAcks } from '../platform/replica-ack.ts';
 import type { Redis } from '../platform/redis.ts';
 import { createMicroBatch } from '../platform/micro-batch.ts';
-import { eventBatchName, type EventBatchJob, type QueuedEvent } from '../platform/queues.ts';
+import { eventBatchName, type EventBatchJob, type QueuedEvent } from '../events/jobs.ts';
 import { estimatedJobBytes, isOomError, redisErrorCode, type RedisMemory } from '../platform/redis-memory.ts';
 import { TimeoutError, withTimeout } from '../platform/with-timeout.ts';
 
@@ -155,7 +155,7 @@ export function createEventBatcher(partitions: Queue<EventBatchJob> | Queue<Even
     probes[p].unref();
   }
 
-  /** The ioredis connection intake gave its queues (platform/queues.ts), which BullMQ types as its own adapter. */
+  /** The ioredis connection intake gave its queues (events/jobs.ts), which BullMQ types as its own adapter. */
   const clientOf = async (queue: Queue<EventBatchJob>) => (await queue.client) as unknown as Redis;
 
   /**

@@ -5,6 +5,9 @@
 // structure (paths, array elements, the issue order). Which issues abort and how
 // the body refinement is skipped: see issues.ts. A body without issues (the common
 // case) is cleared by the same tests run directly, without yup (passesEveryCheck).
+// Why yup still wraps hand-written checks: it lays out the paths and the order of the issues that
+// the 400s are held to byte for byte; the valid path never enters it, so dropping it would gain no
+// speed and would rewrite that ordering by hand.
 import { array, lazy, mixed, object, ValidationError } from 'yup';
 import type { TestContext } from 'yup';
 import { abortError, isAborting, issueAt, issueError, issueErrors, toIssues } from '../platform/validation/issues.ts';

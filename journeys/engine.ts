@@ -11,7 +11,7 @@ import { advance, awaitsEvents, mayEnter, startRun, type Outcome } from './journ
 import { toPgText } from '../platform/pg-text.ts';
 import { gateSend, sendAddress } from './send-gate.ts';
 import type { Logger } from '../platform/logger.ts';
-import type { ServiceEventJob } from '../platform/queues.ts';
+import type { ServiceEventJob } from '../events/jobs.ts';
 import type { EventRow } from '../events/event-store.ts';
 import {
   claimEvent,

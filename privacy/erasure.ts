@@ -74,7 +74,7 @@ export interface ForgetSummary {
   consentDecisionsKept: number;
 }
 
-/** What the erasure removed that Redis may still hold a copy of (privacy/forget-queued.ts): the ids of the outbox rows it deleted. */
+/** What the erasure removed that Redis may still hold a copy of (events/forget-queued.ts): the ids of the outbox rows it deleted. */
 export interface ForgetOutcome extends ForgetSummary {
   outboxIds: string[];
 }

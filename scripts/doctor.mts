@@ -14,11 +14,10 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { LIBFAKETIME } from '../chaos/clock.ts';
 import { defaultAddress, EMBEDDED, installCommand } from '../cli/local-services/index.ts';
 import { ConfigError, loadConfig, type Config } from '../platform/config.ts';
 import { loadEnvFile } from '../platform/env-file.ts';
-import { describe, detectAbility, onPath, plan, PACKAGES, type AptPackage, type Remedy } from './provision.mts';
+import { describe, detectAbility, LIBFAKETIME, onPath, plan, PACKAGES, type AptPackage, type Remedy } from './provision.mts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

@@ -20,6 +20,9 @@ export const PACKAGES = {
 } as const;
 export type AptPackage = keyof typeof PACKAGES;
 
+/** The faketime package's library, which `npm run chaos` preloads for its fake clock (chaos/clock.ts). */
+export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
 /** How a missing prerequisite is got: a local server started, or a Debian package installed. */
 export type Remedy = { start: 'postgresql' | 'redis'; url: string } | { apt: AptPackage };
 

@@ -5,7 +5,8 @@
 import { UnrecoverableError, type Queue } from 'bullmq';
 import type { Config } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
-import { DEAD_LETTER_QUEUE, jobIdFor, type DeadLetterJob, type QueuedEvent } from '../platform/queues.ts';
+import { DEAD_LETTER_QUEUE, jobIdFor } from '../platform/queues.ts';
+import { type DeadLetterJob, type QueuedEvent } from '../events/jobs.ts';
 import type { Redis } from '../platform/redis.ts';
 import { withTimeout } from '../platform/with-timeout.ts';
 import { BackoffWorker } from './backoff-worker.ts';

@@ -2,17 +2,8 @@ import type { Config } from '../platform/config.ts';
 import { createLockPool, poolOf, type Db } from '../platform/db.ts';
 import { createTrustedClock } from '../platform/trusted-clock.ts';
 import type { Logger } from '../platform/logger.ts';
-import {
-  DEAD_LETTER_QUEUE,
-  EVENTS_QUEUE,
-  SERVICE_EVENTS_QUEUE,
-  allPartitions,
-  closeQueues,
-  createDeadLetterQueue,
-  createEventsQueues,
-  createServiceEventsQueue,
-  type ServiceEventJob,
-} from '../platform/queues.ts';
+import { DEAD_LETTER_QUEUE, EVENTS_QUEUE, SERVICE_EVENTS_QUEUE, allPartitions, closeQueues } from '../platform/queues.ts';
+import { createDeadLetterQueue, createEventsQueues, createServiceEventsQueue, type ServiceEventJob } from '../events/jobs.ts';
 import { createRedis } from '../platform/redis.ts';
 import { isOomError, memorySource, watchRedisMemory } from '../platform/redis-memory.ts';
 import { throttleWarnings } from '../platform/warn-throttle.ts';

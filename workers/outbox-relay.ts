@@ -7,7 +7,7 @@ import type { Queue } from 'bullmq';
 import type { Config } from '../platform/config.ts';
 import type { Db } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import type { ServiceEventJob } from '../platform/queues.ts';
+import type { ServiceEventJob } from '../events/jobs.ts';
 import type { RedisMemory } from '../platform/redis-memory.ts';
 import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow } from '../identify/outbox.ts';
 import { startPollLoop } from '../platform/poll-loop.ts';

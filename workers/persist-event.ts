@@ -7,7 +7,7 @@ import type { Db } from '../platform/db.ts';
 import { dbErrorMessage, poolOf, splitOnRefusal } from '../platform/db.ts';
 import { journeyEligibility } from '../events/journey-limits.ts';
 import { createMicroBatch } from '../platform/micro-batch.ts';
-import type { QueuedEvent } from '../platform/queues.ts';
+import type { QueuedEvent } from '../events/jobs.ts';
 import type { ErasureGuard } from '../events/erasure-guard.ts';
 import { insertEventsOnce, isMissingPartition, type EventRow, type EventStatus, type IdentityWindow } from '../events/event-store.ts';
 import { createEventPartitions } from '../events/storage.ts';

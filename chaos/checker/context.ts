@@ -6,7 +6,7 @@ import type { CommandOp, Fault, History, IdentifyOp, Op, Org, TrackOp } from '..
 import { faults, neverSent, ops } from '../history.ts';
 import { messageKeyOf } from './keys.ts';
 import { groupBy, isIdentify, isTrack, opSpan, overlaps, faultSpan, trimmed, type RunFacts, type Snapshot } from './model.ts';
-import { possiblePerson, type Erasure, type Suppression } from './people.ts';
+import { possiblePerson, type Erasure, type Suppression } from './erasures.ts';
 
 /** The history, the final state and the facts, with what every property asks of them worked out once. */
 export interface Context {

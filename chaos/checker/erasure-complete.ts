@@ -17,7 +17,8 @@ import { neverSent } from '../history.ts';
 import { userKeyOf } from './keys.ts';
 import { POSTGRES_FAULTS, receiptWindow, trimmed, within, type Violation } from './model.ts';
 import { faultsOverlapping, type Context } from './context.ts';
-import { certainEmails, certainPerson, type Erasure } from './people.ts';
+import type { Erasure } from './erasures.ts';
+import { certainEmails, certainPerson } from './people.ts';
 
 const PROPERTY = 'erasureRemovedPerson';
 

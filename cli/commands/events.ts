@@ -1,7 +1,7 @@
 import { journeyEligibility } from '../../events/journey-limits.ts';
 import type { JobType, Queue } from 'bullmq';
 import { jobIdFor } from '../../platform/queue-keys.ts';
-import type { EventBatchJob, QueuedEvent } from '../../platform/queues.ts';
+import type { EventBatchJob, QueuedEvent } from '../../events/jobs.ts';
 import type { TrackEvent } from '../../events/track.ts';
 import { retryFailedEvent } from '../../events/dead-letter-retry.ts';
 import { eventNames, findEvent } from '../../events/event-store.ts';

@@ -14,16 +14,21 @@ function parseFeatures(raw: string | undefined, usageError: (message: string) =>
   return [...new Set(list)].sort();
 }
 
+/**
+ * An org command's slug and feature list (`org create`'s --features, `org features`' --set). A new
+ * organization's slug is checked first: one that cannot be a path value is a usage mistake.
+ */
+function readOrgArgs(argv: string[], command: 'org create' | 'org features'): { slug: string; features: string[] } {
+  const { positionals, values, usageError } = readArgs(argv, command);
+  const [slug] = positionals;
+  if (command === 'org create' && !isValidOrgSlug(slug))
+    throw usageError(`invalid slug ${JSON.stringify(slug)}: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit`);
+  return { slug, features: parseFeatures(command === 'org create' ? values.features : values.set, usageError) };
+}
+
 /** org create <slug> [--features f1,f2]: the organization and its Production environment. */
 export async function orgCreate(deps: OperatorDeps, argv: string[]) {
-  const {
-    positionals: [slug],
-    values,
-    usageError,
-  } = readArgs(argv, 'org create');
-  if (!isValidOrgSlug(slug))
-    throw usageError(`invalid slug ${JSON.stringify(slug)}: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit`);
-  const features = parseFeatures(values.features, usageError);
+  const { slug, features } = readOrgArgs(argv, 'org create');
   if (await deps.db.environment.findUnique({ where: { pathValue: slug } })) {
     throw new OperatorError(`slug ${slug} is already taken`);
   }
@@ -37,12 +42,7 @@ export async function orgCreate(deps: OperatorDeps, argv: string[]) {
 
 /** org features <slug> --set f1,f2 */
 export async function orgFeatures(deps: OperatorDeps, argv: string[]) {
-  const {
-    positionals: [slug],
-    values,
-    usageError,
-  } = readArgs(argv, 'org features');
-  const features = parseFeatures(values.set, usageError);
+  const { slug, features } = readOrgArgs(argv, 'org features');
   const org = await deps.db.organization.update({ where: { slug }, data: { features } }).catch((err) => {
     if ((err as { code?: string }).code === 'P2025') throw new OperatorError(`organization ${slug} does not exist`);
     throw err;

@@ -4,7 +4,7 @@
 import { userInfo } from 'node:os';
 import { poolOf } from '../../platform/db.ts';
 import { forgetLiveCalls } from '../../platform/live-keys.ts';
-import { forgetQueued } from '../../privacy/forget-queued.ts';
+import { forgetQueued } from '../../events/forget-queued.ts';
 import { withTimeout } from '../../platform/with-timeout.ts';
 import { operatorName } from '../../privacy/rules.ts';
 import { forgetUser } from '../../privacy/erasure.ts';
@@ -52,7 +52,7 @@ export async function usersForget(deps: OperatorDeps, argv: string[]) {
 /**
  * What Redis holds of the person goes after PostgreSQL's: the dashboard live view's raw user IDs
  * (kept up to an hour) and their events and service events in jobs that ran or failed for good
- * (forget-queued.ts). The erasure is done by then, so Redis being away does not fail the
+ * (events/forget-queued.ts). The erasure is done by then, so Redis being away does not fail the
  * command: null says so, and running it again removes them.
  */
 async function orNull(work: Promise<number>): Promise<number | null> {

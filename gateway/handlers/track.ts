@@ -1,4 +1,4 @@
-import type { QueuedEvent } from '../../platform/queues.ts';
+import type { QueuedEvent } from '../../events/jobs.ts';
 import type { EventBatcher } from '../event-batcher.ts';
 import { answerTrackAccepted } from '../answers.ts';
 import { eventStorageUnavailable } from '../errors.ts';

@@ -6,7 +6,7 @@
 import type { Queue } from 'bullmq';
 import type { Db } from '../../platform/db.ts';
 import { identifyCallsKey, LIVE_ROUTES, minuteOf, ratesKey, type LiveRoute } from '../../platform/live-keys.ts';
-import type { DeadLetterJob, EventBatchJob } from '../../platform/queues.ts';
+import type { DeadLetterJob, EventBatchJob } from '../../events/jobs.ts';
 import type { Redis } from '../../platform/redis.ts';
 import { recentEvents, type RecentEvent } from '../../events/event-store.ts';
 import { fieldIs, type EventHead, type HeadField } from './batch-digest.ts';

@@ -111,14 +111,12 @@ export interface Series {
   values: number[];
 }
 
+/** A plot's size and its margins (the y axis's numbers on the left, the legend on the right), in SVG units. */
+const PLOT_FRAME = { width: 960, height: 280, left: 56, bottom: 28, top: 30, right: 130 } as const;
+
 /** A line plot of per-minute values, oldest on the left; `labels` under the x axis. */
 export function linePlot(series: Series[], labels: string[], unit: string): string {
-  const width = 960;
-  const height = 280;
-  const left = 56;
-  const bottom = 28;
-  const top = 30;
-  const right = 130;
+  const { width, height, left, bottom, top, right } = PLOT_FRAME;
   const points = Math.max(...series.map((s) => s.values.length), 2);
   const max = Math.max(1, ...series.flatMap((s) => s.values));
   const x = (i: number) => left + (i * (width - left - right)) / (points - 1);

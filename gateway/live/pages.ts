@@ -11,7 +11,7 @@ import type { Config } from '../../platform/config.ts';
 import type { Db } from '../../platform/db.ts';
 import { retryFailedEvent } from '../../events/dead-letter-retry.ts';
 import { LIVE_ROUTES, liveKeyPrefix } from '../../platform/live-keys.ts';
-import type { DeadLetterJob, EventBatchJob } from '../../platform/queues.ts';
+import type { DeadLetterJob, EventBatchJob } from '../../events/jobs.ts';
 import type { Redis } from '../../platform/redis.ts';
 import { sameOrigin, seesPersonalData } from './access.ts';
 import {

@@ -13,13 +13,7 @@ import { newTenant, type Harness } from '../helpers/services.ts';
 let h: Harness;
 let children: Child[];
 
-harnessWithProcesses(
-  test,
-  (opened, started) => {
-    [h, children] = [opened, started];
-  },
-  { emptied: true },
-);
+harnessWithProcesses(test, (...opened) => ([h, children] = opened), { emptied: true });
 
 const CLIENTS = 64;
 /** Accepted events before the kill: enough that group commit is batching several requests at once. */

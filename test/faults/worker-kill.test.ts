@@ -7,7 +7,7 @@ import path from 'node:path';
 import test from 'ava';
 import { journeyCreate, journeyPublish, journeyStatsCommand } from '../../cli/commands/journey.ts';
 import { storedTrackPayload } from '../../events/track-payload.ts';
-import { eventBatchName, type QueuedEvent } from '../../platform/queues.ts';
+import { eventBatchName, type QueuedEvent } from '../../events/jobs.ts';
 import { checkTrack } from '../../events/track.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { trackBody } from '../helpers/http.ts';
@@ -17,13 +17,7 @@ import { newTenant, type Harness } from '../helpers/services.ts';
 let h: Harness;
 let children: Child[];
 
-harnessWithProcesses(
-  test,
-  (opened, started) => {
-    [h, children] = [opened, started];
-  },
-  { emptied: true },
-);
+harnessWithProcesses(test, (...opened) => ([h, children] = opened), { emptied: true });
 
 const N = 2000;
 /** Events per batch job, as one gateway group commit would write them. */

@@ -3,7 +3,7 @@
 // in it (each request answers 503) and stores none of its events; duplicates are not
 // collapsed here (the events table's unique key makes them one event).
 import test, { type ExecutionContext } from 'ava';
-import { createEventsQueue, eventBatchName, type QueuedEvent } from '../../platform/queues.ts';
+import { createEventsQueue, eventBatchName, type QueuedEvent } from '../../events/jobs.ts';
 import { createRedis } from '../../platform/redis.ts';
 import { createEventBatcher } from '../../gateway/event-batcher.ts';
 import { startProxy } from '../helpers/proxy.ts';

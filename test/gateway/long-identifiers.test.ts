@@ -13,22 +13,19 @@ import { journeyCreate, journeyPublish, journeyStatsCommand } from '../../cli/co
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
 import { randomText } from '../helpers/random-text.ts';
-import { harnessWithGatewayAndWorker } from '../helpers/processes.ts';
+import { harnessWithGatewayAndWorker, type InProcessGateway } from '../helpers/processes.ts';
 import { newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
-let gateway: { url: string; close(): Promise<void> };
-let worker: { close(): Promise<void> };
+let gateway: InProcessGateway;
 
 // The file's tests run at once and poll while the in-process worker uses the same pool: room
 // for both, so a busy machine does not turn waits for a connection into failures.
-harnessWithGatewayAndWorker(
-  test,
-  (...opened) => {
-    [h, gateway, worker] = opened;
-  },
-  { env: { WORKER_BATCH_WAIT_MS: '2', JOURNEY_TICK_MS: '50', JOURNEY_GRACE_MS: '500', DATABASE_POOL_SIZE: '10' }, ownPool: true, emptied: true },
-);
+harnessWithGatewayAndWorker(test, (...opened) => ([h, gateway] = opened), {
+  env: { WORKER_BATCH_WAIT_MS: '2', JOURNEY_TICK_MS: '50', JOURNEY_GRACE_MS: '500', DATABASE_POOL_SIZE: '10' },
+  ownPool: true,
+  emptied: true,
+});
 
 const SIZES = [3_000, 20_000, 100_000];
 const kb = (n: number) => `${n / 1000} KB`;

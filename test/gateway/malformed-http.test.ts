@@ -12,17 +12,14 @@ import { createDb } from '../../platform/db.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { startDashboard } from '../../gateway/dashboard.ts';
 import { acceptedTrack, parseAnswers, rawExchange, request, trackBody, type RawAnswer } from '../helpers/http.ts';
-import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
+import { harnessWithGatewayAndTenant, type InProcessGateway } from '../helpers/processes.ts';
 import { newTenant, testConfig, testEnv, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
 let gateway: InProcessGateway;
 let tenant: Tenant;
 
-harnessWithGateway(test, async (...opened) => {
-  [h, gateway] = opened;
-  tenant = await newTenant(h);
-});
+harnessWithGatewayAndTenant(test, (...opened) => ([h, gateway, tenant] = opened));
 
 function parseAnswer(received: string) {
   const [head, body = ''] = received.split('\r\n\r\n');

@@ -4,17 +4,14 @@
 import { gzipSync, deflateSync } from 'node:zlib';
 import test from 'ava';
 import { rawExchange, request, trackBody } from '../helpers/http.ts';
-import { harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
-import { newTenant, type Harness, type Tenant } from '../helpers/services.ts';
+import { harnessWithGatewayAndTenant, type InProcessGateway } from '../helpers/processes.ts';
+import { type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
 let gateway: InProcessGateway;
 let tenant: Tenant;
 
-harnessWithGateway(test, async (...opened) => {
-  [h, gateway] = opened;
-  tenant = await newTenant(h);
-});
+harnessWithGatewayAndTenant(test, (...opened) => ([h, gateway, tenant] = opened));
 
 const track = (body: string | Buffer, headers: Record<string, string> = {}) =>
   request(gateway.url, `/api/track/${tenant.slug}`, { body, headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', ...headers } });

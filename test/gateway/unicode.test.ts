@@ -12,20 +12,13 @@ import { notJsonIssues } from '../../identify/validation.ts';
 import { NOT_WELL_FORMED_MESSAGE } from '../../platform/validation/well-formed.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { rawExchange, request, trackBody, type Reply } from '../helpers/http.ts';
-import { harnessWithGatewayAndWorker } from '../helpers/processes.ts';
+import { harnessWithGatewayAndWorker, type InProcessGateway } from '../helpers/processes.ts';
 import { newTenant, type Harness, type Tenant } from '../helpers/services.ts';
 
 let h: Harness;
-let gateway: { url: string; close(): Promise<void> };
-let worker: { close(): Promise<void> };
+let gateway: InProcessGateway;
 
-harnessWithGatewayAndWorker(
-  test,
-  (...opened) => {
-    [h, gateway, worker] = opened;
-  },
-  { env: { WORKER_BATCH_WAIT_MS: '2' }, ownPool: true, emptied: true },
-);
+harnessWithGatewayAndWorker(test, (...opened) => ([h, gateway] = opened), { env: { WORKER_BATCH_WAIT_MS: '2' }, ownPool: true, emptied: true });
 
 const NOT_JSON_TRACK = { error: 'Invalid JSON' };
 const NOT_JSON_IDENTIFY = { error: 'Invalid Identify call', issues: notJsonIssues() };

@@ -1,7 +1,7 @@
 // Reading the events queue as the gateway writes it: batch jobs, each listing its events.
 import type { JobType, Queue } from 'bullmq';
 import { decodeTrack } from '../../events/track.ts';
-import type { EventBatchJob, QueuedEvent } from '../../platform/queues.ts';
+import type { EventBatchJob, QueuedEvent } from '../../events/jobs.ts';
 import { eventually } from './eventually.ts';
 import { trackBody } from './http.ts';
 
@@ -20,7 +20,7 @@ export function queuedEvent(environmentId: string, body: Record<string, unknown>
   return { environmentId, messageId: decoded.track.messageId, receivedAt, timestampMs: decoded.timestampMs, payload: decoded.storedPayload };
 }
 
-/** Until batch job `id` has completed: a completed batch leaves Redis at once (platform/queues.ts), so until it is gone. */
+/** Until batch job `id` has completed: a completed batch leaves Redis at once (events/jobs.ts), so until it is gone. */
 export function batchCompleted(queue: Queue<EventBatchJob>, id: string, timeoutMs = 30_000): Promise<boolean> {
   return eventually(async () => (await queue.getJob(id)) === undefined, { timeoutMs });
 }

@@ -91,6 +91,17 @@ export async function appliedIdentify(url: string, tenant: { slug: string; key: 
   return reply;
 }
 
+/** Top-level fields of a Segment-style call that Track and Identify accept and ignore. */
+export const IGNORED_FIELDS = {
+  sentAt: '2024-05-01T10:00:01Z',
+  receivedAt: 'whenever',
+  originalTimestamp: 12,
+  channel: 'server',
+  version: 2,
+  writeKey: 'abc',
+  projectId: null,
+} as const;
+
 /** A valid Track body; override or delete fields per test. */
 export function trackBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {

@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../../platform/logger.ts';
 import { startGateway } from '../../gateway/server.ts';
 import { startWorkers, type Workers } from '../../workers/main.ts';
 import type { TestFn } from 'ava';
-import { closeEmptied, openHarness, type Harness } from './services.ts';
+import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from './services.ts';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/intake.js');
 
@@ -50,6 +50,11 @@ export function harnessWithGateway(test: TestFn, opened: (h: Harness, gateway: I
     await gateway?.close();
     await h?.close();
   });
+}
+
+/** harnessWithGateway with a tenant of the file's own, made before any test runs (`opened` receives it too). */
+export function harnessWithGatewayAndTenant(test: TestFn, opened: (h: Harness, gateway: InProcessGateway, tenant: Tenant) => unknown): void {
+  harnessWithGateway(test, async (h, gateway) => opened(h, gateway, await newTenant(h)));
 }
 
 /**

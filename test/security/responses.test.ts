@@ -5,7 +5,7 @@
 import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { request, trackBody, type Reply } from '../helpers/http.ts';
-import { gatewayInProcess, harnessWithGateway, type InProcessGateway } from '../helpers/processes.ts';
+import { gatewayInProcess, harnessWithGatewayAndTenant, type InProcessGateway } from '../helpers/processes.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { newTenant, openHarness, TEST_DATABASE_URL, TEST_REDIS_URL, type Harness, type Tenant } from '../helpers/services.ts';
 
@@ -25,10 +25,7 @@ let h: Harness;
 let gateway: InProcessGateway;
 let tenant: Tenant;
 
-harnessWithGateway(test, async (...opened) => {
-  [h, gateway] = opened;
-  tenant = await newTenant(h);
-});
+harnessWithGatewayAndTenant(test, (...opened) => ([h, gateway, tenant] = opened));
 
 const deep = (depth: number, open: string, close: string, inner = '1') => open.repeat(depth) + inner + close.repeat(depth);
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import test from 'ava';
 import { eventsActivity, eventsGet } from '../../cli/commands/events.ts';
 import { journeyCreate, journeyPublish } from '../../cli/commands/journey.ts';
-import { eventBatchName } from '../../platform/queues.ts';
+import { eventBatchName } from '../../events/jobs.ts';
 import type { Redis } from '../../platform/redis.ts';
 import { createEventBatcher } from '../../gateway/event-batcher.ts';
 import { createWatermark } from '../../workers/watermark.ts';

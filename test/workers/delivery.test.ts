@@ -1,9 +1,10 @@
 // Delivery through the real pipeline: gateway over HTTP → BullMQ in Redis → worker →
 // PostgreSQL. One event per environment and messageId whatever happens on the way.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { eventsGet, eventsNames } from '../../cli/commands/events.ts';
 import { OperatorError } from '../../cli/operator.ts';
-import { eventBatchName, jobIdFor, type QueuedEvent } from '../../platform/queues.ts';
+import { jobIdFor } from '../../platform/queues.ts';
+import { eventBatchName, type QueuedEvent } from '../../events/jobs.ts';
 import { batchCompleted, queuedMessageIds } from '../helpers/batches.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
@@ -22,6 +23,24 @@ harnessWithGatewayAndWorker(test, (...opened) => {
 
 const send = (url: string, tenant: Tenant, body: Record<string, unknown>) =>
   request(url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body });
+
+/**
+ * A gateway on a harness opened with `env`, and the worker's side: a harness on the same queue
+ * whose PostgreSQL is reached through a proxy the test cuts or stalls. Each closes when the test
+ * ends; the test starts its worker on `wh`.
+ */
+async function workerThroughProxy(t: ExecutionContext, env: Record<string, string>) {
+  const proxy = await startProxy(TEST_DATABASE_URL);
+  t.teardown(() => proxy.close());
+  const gh = await openHarness(env);
+  t.teardown(() => gh.close());
+  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: proxy.url(TEST_DATABASE_URL) });
+  t.teardown(() => wh.close());
+  const tenant = await newTenant(gh);
+  const gw = await gatewayInProcess(gh);
+  t.teardown(() => gw.close());
+  return { proxy, gh, wh, tenant, gw };
+}
 
 const rowsOf = (hh: Harness, tenant: Tenant) => hh.db.event.count({ where: { environmentId: tenant.environmentId } });
 
@@ -192,16 +211,8 @@ test('an event that can never be stored fails alone at once: its batch completes
 });
 
 test('a job whose attempts run out while PostgreSQL is away ends failed and events get shows it', async (t) => {
-  const proxy = await startProxy(TEST_DATABASE_URL);
-  t.teardown(() => proxy.close());
-  // Gateway side: few, fast attempts. Worker side: the same queue, PostgreSQL through the proxy.
-  const gh = await openHarness({ JOB_ATTEMPTS: '3', JOB_BACKOFF_MS: '50' });
-  t.teardown(() => gh.close());
-  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: proxy.url(TEST_DATABASE_URL) });
-  t.teardown(() => wh.close());
-  const tenant = await newTenant(gh);
-  const gw = await gatewayInProcess(gh);
-  t.teardown(() => gw.close());
+  // Gateway side: few, fast attempts.
+  const { proxy, gh, wh, tenant, gw } = await workerThroughProxy(t, { JOB_ATTEMPTS: '3', JOB_BACKOFF_MS: '50' });
 
   proxy.cut();
   const { log, records } = capturedLogger();
@@ -238,15 +249,7 @@ test('a job whose attempts run out while PostgreSQL is away ends failed and even
 });
 
 test('a job failing its last attempt is stored with status failed; events get shows the stored event', async (t) => {
-  const proxy = await startProxy(TEST_DATABASE_URL);
-  t.teardown(() => proxy.close());
-  const gh = await openHarness({ JOB_ATTEMPTS: '1' });
-  t.teardown(() => gh.close());
-  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: proxy.url(TEST_DATABASE_URL) });
-  t.teardown(() => wh.close());
-  const tenant = await newTenant(gh);
-  const gw = await gatewayInProcess(gh);
-  t.teardown(() => gw.close());
+  const { proxy, gh, wh, tenant, gw } = await workerThroughProxy(t, { JOB_ATTEMPTS: '1' });
   const w = await workerInProcess(wh);
   t.teardown(() => w.close());
 
@@ -282,15 +285,7 @@ test('a job failing its last attempt is stored with status failed; events get sh
 });
 
 test('PostgreSQL away: events accepted meanwhile are retried with backoff and stored after it returns', async (t) => {
-  const proxy = await startProxy(TEST_DATABASE_URL);
-  t.teardown(() => proxy.close());
-  const gh = await openHarness({ JOB_ATTEMPTS: '10', JOB_BACKOFF_MS: '200' });
-  t.teardown(() => gh.close());
-  const wh = await openHarness({ QUEUE_PREFIX: gh.env.QUEUE_PREFIX, DATABASE_URL: proxy.url(TEST_DATABASE_URL) });
-  t.teardown(() => wh.close());
-  const tenant = await newTenant(gh);
-  const gw = await gatewayInProcess(gh);
-  t.teardown(() => gw.close());
+  const { proxy, gh, wh, tenant, gw } = await workerThroughProxy(t, { JOB_ATTEMPTS: '10', JOB_BACKOFF_MS: '200' });
   const w = await workerInProcess(wh);
   t.teardown(() => w.close());
 

@@ -103,16 +103,19 @@ test.serial('a job whose messageId was first used by another event does not act 
   t.deepEqual(await journeyRuns(h.operator, [tenant.slug, id]), []);
 });
 
+/** A one-second delay, then a send; a Stop event exits the run. */
+const DELAY_THEN_SEND = {
+  name: 'j',
+  entry: { event: 'Signed Up' },
+  steps: [{ delay: { ms: 1000 } }, { send: { channel: 'email', template: 'x' } }],
+  exitOn: ['Stop'],
+};
+
 const run = async (tenant: Tenant, id: string, user: string) => (await journeyRuns(h.operator, [tenant.slug, id, '--user', user]))[0];
 
 test.serial('an exit received after a delay ended, handled before the timer fired, does not undo the step that was due', async (t) => {
   const tenant = await newTenant(h);
-  const id = await published(tenant, {
-    name: 'j',
-    entry: { event: 'Signed Up' },
-    steps: [{ delay: { ms: 1000 } }, { send: { channel: 'email', template: 'x' } }],
-    exitOn: ['Stop'],
-  });
+  const id = await published(tenant, DELAY_THEN_SEND);
   const at = Date.now() + 1000;
   const rows = [row(tenant, 'Signed Up', 'u', at), row(tenant, 'Stop', 'u', at + 1050)];
   await insertEventsOnce(h.db, rows);
@@ -124,12 +127,7 @@ test.serial('an exit received after a delay ended, handled before the timer fire
 
 test.serial('an exit received before a delay ended but still on its way when the delay is due: no send, the run exits', async (t) => {
   const tenant = await newTenant(h);
-  const id = await published(tenant, {
-    name: 'j',
-    entry: { event: 'Signed Up' },
-    steps: [{ delay: { ms: 1000 } }, { send: { channel: 'email', template: 'x' } }],
-    exitOn: ['Stop'],
-  });
+  const id = await published(tenant, DELAY_THEN_SEND);
   const at = Date.now() + 1000;
   const entry = row(tenant, 'Signed Up', 'u', at);
   const stop = row(tenant, 'Stop', 'u', at + 950);

@@ -3,7 +3,7 @@
 // event (absent while none is stored).
 import test from 'ava';
 import { poolOf } from '../../platform/db.ts';
-import { createEventsQueue } from '../../platform/queues.ts';
+import { createEventsQueue } from '../../events/jobs.ts';
 import { createRedis } from '../../platform/redis.ts';
 import { BATCH_OUTCOMES, createWorkerMetrics, EVENT_OUTCOMES, JOURNEY_MESSAGE_STATUSES } from '../../workers/metrics.ts';
 import { oldestQueuedReceipt } from '../../workers/watermark.ts';

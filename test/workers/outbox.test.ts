@@ -7,7 +7,7 @@
 // queue (and this file's worker theirs), so rows must be invisible to other files' workers.
 import test, { type ExecutionContext } from 'ava';
 import type { Queue } from 'bullmq';
-import { createServiceEventsQueue, type ServiceEventJob } from '../../platform/queues.ts';
+import { createServiceEventsQueue, type ServiceEventJob } from '../../events/jobs.ts';
 import { createRedis } from '../../platform/redis.ts';
 import { SERVICE_EVENTS } from '../../identify/outbox.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';

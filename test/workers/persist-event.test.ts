@@ -2,7 +2,7 @@
 // plus one end-to-end run over HTTP for input only the gateway's serializer can write.
 import test from 'ava';
 import { storedTrackPayload } from '../../events/track-payload.ts';
-import type { QueuedEvent } from '../../platform/queues.ts';
+import type { QueuedEvent } from '../../events/jobs.ts';
 import { eventNames, findEvent } from '../../events/event-store.ts';
 import { checkTrack } from '../../events/track.ts';
 import { persistEvent } from '../../workers/persist-event.ts';

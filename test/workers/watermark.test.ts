@@ -1,7 +1,8 @@
 // The journey watermark read from a real events queue: no event still on its way is older.
 import test from 'ava';
 import { Worker } from 'bullmq';
-import { createEventsQueue, EVENTS_QUEUE } from '../../platform/queues.ts';
+import { EVENTS_QUEUE } from '../../platform/queues.ts';
+import { createEventsQueue } from '../../events/jobs.ts';
 import { createRedis } from '../../platform/redis.ts';
 import { createWatermark, oldestQueuedReceipt } from '../../workers/watermark.ts';
 import { testConfig, testEnv } from '../helpers/services.ts';

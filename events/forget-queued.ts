@@ -6,7 +6,7 @@
 // waiting are not touched: the worker's guard drops the person's events when it comes to them
 // (privacy/erasure.ts), and a job a worker holds may be running.
 import type { Job, Queue } from 'bullmq';
-import type { DeadLetterJob, EventBatchJob, QueuedEvent, ServiceEventJob } from '../platform/queues.ts';
+import type { DeadLetterJob, EventBatchJob, QueuedEvent, ServiceEventJob } from './jobs.ts';
 import { userKeyOf } from '../profiles/person.ts';
 
 export interface PersonQueues {
