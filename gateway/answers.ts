@@ -1,6 +1,6 @@
 // The contract's success answers (docs/openapi.yaml), written in one place: a call answered
 // after its own work and a call of a suppressed user, answered as if stored
-// (middleware/suppressed.ts), must be indistinguishable to the caller.
+// (checks/suppressed.ts), must be indistinguishable to the caller.
 
 // Each is written as its JSON text, with its Content-Type set as Koa sets it for a JSON body: no
 // object to serialize after the handler, and no media type to look up, on every request. A

@@ -1,7 +1,6 @@
 import type { BoundEnvironment } from '../environments/environment-store.ts';
 import type { IdentifyInput } from '../identify/validation.ts';
 import type { TrackHeader } from '../events/track.ts';
-import type { EnvironmentSlots } from './admission.ts';
 
 /** Per-request state; each middleware of the check chain fills one field, in order. */
 export interface IngestState {
@@ -16,8 +15,8 @@ export interface IngestState {
   track: TrackHeader; // check 6b
   timestampMs: number;
   identify: IdentifyInput; // check 6b (Identify)
-  /** The in-flight slot it holds (admission.ts), until its checks and answer have ended. */
-  inFlight?: EnvironmentSlots;
+  /** The in-flight slot it holds until its checks and answer have ended: admission.ts's own record, opaque here. */
+  inFlight?: object;
   /** What refused the request (a 4xx's error, with an Identify call's first issue), for the request log. */
   refusal?: string;
 }
