@@ -1,7 +1,8 @@
 // A Map in least-recently-used order within a budget of bytes: the one eviction rule of the
 // gateway's caches (profiles, API keys). Each value carries what it costs (platform/heap-size.ts)
 // and the budget bounds the sum, so many small entries and a few large ones are bounded alike.
-// A Map keeps insertion order, so "use" is delete-then-set and the first entry is the oldest.
+// A Map keeps insertion order, so "use" is delete-then-set and the first entry is the oldest;
+// using the newest entry again (a gateway's one busy API key) moves nothing.
 
 export interface Sized {
   /** What the entry costs: its key and value on the heap, and its place in the Map. */
@@ -11,6 +12,8 @@ export interface Sized {
 export class Lru<K, V extends Sized> {
   private readonly entries = new Map<K, V>();
   private total = 0;
+  /** The key last set or moved to the end: still at the end, or no longer held (every insertion is a set). */
+  private newest: K | undefined;
 
   /** `evicted`: told of each entry the budget pushes out (not of those deleted or replaced). */
   constructor(
@@ -34,9 +37,10 @@ export class Lru<K, V extends Sized> {
   /** The value, now the most recently used. */
   get(key: K): V | undefined {
     const value = this.entries.get(key);
-    if (value !== undefined) {
+    if (value !== undefined && key !== this.newest) {
       this.entries.delete(key);
       this.entries.set(key, value);
+      this.newest = key;
     }
     return value;
   }
@@ -50,6 +54,7 @@ export class Lru<K, V extends Sized> {
     }
     this.entries.set(key, value);
     this.total += value.bytes;
+    this.newest = key;
   }
 
   /** A held value now costs `delta` bytes more (or less). */
@@ -79,5 +84,6 @@ export class Lru<K, V extends Sized> {
   clear(): void {
     this.entries.clear();
     this.total = 0;
+    this.newest = undefined;
   }
 }
