@@ -14,12 +14,9 @@ import { healthz, metrics, readyz } from './handlers/health.ts';
 import { identify, type IdentifyBatcher } from './handlers/identify.ts';
 import { profiles } from './handlers/profiles.ts';
 import { track } from './handlers/track.ts';
-import { apiKey } from './checks/api-key.ts';
+import { callerChecks } from './checks/caller.ts';
 import { checkChain, type Step } from './checks/chain.ts';
-import { environmentBinding } from './checks/environment-binding.ts';
-import { environmentHeader } from './checks/environment-header.ts';
 import { jsonBody } from './checks/json-body.ts';
-import { orgSlug } from './checks/org-slug.ts';
 import { suppressedIdentify, suppressedTrack } from './checks/suppressed.ts';
 import { validateIdentify, validateTrack } from './checks/validate.ts';
 import { getOnly } from './middleware/not-found.ts';
@@ -61,7 +58,7 @@ export function createRouter(deps: GatewayDeps): Router<IngestState> {
   const { config, admission } = deps;
   // strict: no trailing slash; sensitive: paths match exactly.
   const router = new Router<IngestState>({ strict: true, sensitive: true });
-  const ingest = [orgSlug, environmentHeader, apiKey(deps.authCache), environmentBinding];
+  const ingest = callerChecks(deps.authCache);
   const inFlight = admission.takeInFlight;
   const chain = (steps: Step[]) => checkChain(steps, admission.leaveInFlight);
   const uploads = { admission, watch: deps.uploadWatch };

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { overTrackLimit, storedSize, TRACK_EVENT_LIMIT_BYTES } from '../../events/event-size.ts';
+import { overTrackLimit, storedSize, TRACK_EVENT_LIMIT_BYTES } from '../../events/track.ts';
 
 const slow = (payload: string) => Buffer.byteLength(JSON.stringify(payload));
 
