@@ -24,6 +24,7 @@ import { BOARD_UI, boardPage, DASHBOARD_CSP } from './live/board-page.ts';
 import { ICONS } from './live/favicon.ts';
 import { livePages } from './live/pages.ts';
 import { consoleAuth, type ConsoleAuth } from './console/auth.ts';
+import { consolePages } from './console/pages/index.ts';
 import type { LoginLimits } from './console/login-limit.ts';
 
 export interface Dashboard {
@@ -82,9 +83,10 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   );
   const probes = { readyz: readyz({ db, redis }), metrics: metrics(registry) };
   const live = livePages({ config, db, redis, eventsQueues, deadLetterQueue });
+  const pages = consolePages({ config, db, redis, eventsQueues });
   const operators = consoleAuth({ db, limits: deps.loginLimits });
   // Malformed HTTP, an unknown Expect, no Host: a JSON error as on the gateway, not Node's empty body.
-  answerInJson(server, createDashboardApp({ config, queues, live, probes, log, operators }).callback());
+  answerInJson(server, createDashboardApp({ config, queues, live, pages, probes, log, operators }).callback());
 
   if (!config.dashboardPassword) {
     log.warn(
@@ -122,12 +124,14 @@ export { isLoopback };
 /** What the dashboard shows of a job's data and return value when no password guards it. */
 export const HIDDEN_JOB_DATA = 'hidden: set DASHBOARD_PASSWORD to see job data';
 
-/** healthz, readyz, metrics and the icon (open) → login and logout → operators' sessions, or basic auth when no operator exists and a password is set → the live view (/live/…) → bull-board (UI at /, JSON API under /api). */
+/** healthz, readyz, metrics and the icon (open) → login and logout → operators' sessions, or basic auth when no operator exists and a password is set → the live view (/live/…) and the console's pages (/console/…) → bull-board (UI at /, JSON API under /api). */
 function createDashboardApp(deps: {
   config: DashboardConfig;
   queues: Queue[];
   /** The live view's pages (gateway/live/pages.ts), behind the same auth as bull-board. */
   live: Koa.Middleware;
+  /** The console's pages (gateway/console/pages), behind the same auth. */
+  pages: Koa.Middleware;
   /** Operators' login, sessions and CSRF tokens (gateway/console/auth.ts). */
   operators: ConsoleAuth;
   probes: { readyz: Koa.Middleware; metrics: Koa.Middleware };
@@ -177,6 +181,7 @@ function createDashboardApp(deps: {
   // Operators' sessions once any operator exists; until then the basic auth of DASHBOARD_PASSWORD, if set.
   app.use(deps.operators.gate(config.dashboardPassword ? basicAuth(config.dashboardUser, config.dashboardPassword) : null));
   app.use(deps.live);
+  app.use(deps.pages);
   app.use(async (ctx, next) => {
     await boardPlugin(ctx, next);
     // bull-board's page (at / and at each of its client-side routes), not its API or files.
