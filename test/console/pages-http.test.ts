@@ -308,9 +308,10 @@ test.serial('once an operator exists each page needs a session; an admin sees pe
   t.true(one.text.includes(SECRET), 'the stored JSON');
   t.regex(one.text, /1 journey run started/);
   t.regex(one.text, /Welcome series/);
-  t.regex(one.text, /not handled by the journey engine yet/);
+  t.regex(one.text, /may drive journeys: not taken by the journey engine/);
   const limited = await call(dashboard.url, `/console/event${q({ env: env(), id: 'pg-010' })}`, { headers: as(admin) });
   t.regex(limited.text, /within journey limits<\/dt><dd><span class="no">no<\/span> <bdi>properties over the journey size limit<\/bdi>/);
+  t.regex(limited.text, /drives no journey/);
   const failed = await call(dashboard.url, `/console/event${q({ env: env(), id: 'pg-007' })}`, { headers: as(admin) });
   t.regex(failed.text, /<span class="pill failed">failed<\/span> <bdi>23514: refused by a check<\/bdi>/);
   const missing = await call(dashboard.url, `/console/event${q({ env: env(), id: 'nope' })}`, { headers: as(admin) });

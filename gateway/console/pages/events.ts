@@ -226,11 +226,12 @@ async function oneEvent(deps: PagesDeps, ctx: Koa.Context, env: EnvironmentChoic
         : '';
   const worker = [
     e.status === 'processed' ? `stored at ${when(e.processedAt)}` : `refused at ${when(e.processedAt)}`,
-    e.drivesJourneys
-      ? e.journeysAt === null
-        ? 'its name drives a published journey: not handled by the journey engine yet'
-        : `handled by the journey engine at ${when(e.journeysAt)}`
-      : 'no published journey uses its name',
+    // drives_journeys: a userId and within the journey limits (events/journey-limits.ts); journeys_at: a published journey used its name.
+    !e.drivesJourneys
+      ? 'drives no journey (no userId, or over the journey size limits)'
+      : e.journeysAt === null
+        ? 'may drive journeys: not taken by the journey engine (no published journey uses its name, or not yet)'
+        : `taken by the journey engine at ${when(e.journeysAt)}`,
     `${e.runsStarted.length} journey run${e.runsStarted.length === 1 ? '' : 's'} started`,
   ];
   return (
