@@ -14,8 +14,10 @@ import { createPartitionsFor } from '../../events/storage.ts';
 import { poolOf } from '../../platform/db.ts';
 import { hashStored } from '../../platform/identity-hash.ts';
 import { userHashOf } from '../../profiles/person.ts';
+import { request, trackBody } from '../helpers/http.ts';
+import { gatewayInProcess } from '../helpers/processes.ts';
 import { call, consoleDatabase, consoleInProcess, logInAs, type Login } from '../helpers/console.ts';
-import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const SECRET = 'a-property-only-the-payload-holds';
@@ -113,7 +115,7 @@ test.before(async () => {
 
 test.after.always(async () => {
   await dashboard?.close();
-  await h?.close();
+  await closeEmptied(h);
 });
 
 const env = () => tenant.slug;
@@ -178,6 +180,38 @@ test.serial('with no operator and no password: the pages answer and hide persona
   t.true((await call(dashboard.url, '/console/keys', { headers: html })).text.includes(`href="/console/keys?org=${tenant.slug}"`));
   // No forms of change for a viewer who is not an admin operator.
   t.false(keys.text.includes('method="post"'));
+});
+
+test.serial('an event sent through the gateway and not stored yet (no worker runs) shows as pending; caller text is escaped', async (t) => {
+  const gateway = await gatewayInProcess(h);
+  const messageId = `pending-${Date.now()}`;
+  const event = '<img src=x onerror=alert(1)>';
+  try {
+    const reply = await request(gateway.url, `/api/track/${tenant.slug}`, {
+      headers: { 'x-api-key': tenant.key },
+      body: trackBody({ messageId, event, userId: 'queued-user', properties: { note: '</pre><script>alert(2)</script>' } }),
+    });
+    t.is(reply.status, 202, reply.text);
+  } finally {
+    await gateway.close();
+  }
+  const page = await call(dashboard.url, `/console/events${q({ env: env() })}`, { headers: html });
+  const queued = page.text.split('<h2>Queued (pending)</h2>')[1]?.split('<h2>Stored</h2>')[0] ?? '';
+  t.true(queued.includes(messageId), page.text);
+  t.true(queued.includes('<span class="pill pending">pending</span>'));
+  t.true(queued.includes('&lt;img src=x onerror=alert(1)&gt;'));
+  t.false(page.text.includes('<img src=x'));
+  // Only the queued ones, by status; and by name.
+  const pending = await call(dashboard.url, `/console/events${q({ env: env(), status: 'pending', event })}`, { headers: html });
+  t.true(pending.text.includes(messageId));
+  t.false(pending.text.includes('<h2>Stored</h2>'));
+  const none = await call(dashboard.url, `/console/events${q({ env: env(), status: 'pending', event: 'Signed Up' })}`, { headers: html });
+  t.false(none.text.includes(messageId));
+  // Its page says it is queued.
+  const one = await call(dashboard.url, `/console/event${q({ env: env(), id: messageId })}`, { headers: html });
+  t.is(one.status, 200);
+  t.regex(one.text, /Queued: a worker has not stored it yet/);
+  t.false(one.text.includes('queued-user'), 'no personal data without a sign-in');
 });
 
 test.serial('keyset pages return every event exactly once, ties in time included, with and without filters', async (t) => {
