@@ -2,8 +2,8 @@
 // browser download): log in, send a Track event and an Identify call through the gateway (202,
 // 200), find the event on the events page by its name, open it and read its payload, follow its
 // user to the person page (traits, events), and open the keys page. No page asks anything of
-// another origin. A screenshot of each page is written to docs/images/ (docs/operations.md,
-// "Console pages").
+// another origin. A screenshot of each page is written to test-results/console-pages/, or where
+// CONSOLE_SHOTS says (CONSOLE_SHOTS=docs/images renews those of docs/operations.md, "Console pages").
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,7 +18,7 @@ import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
 import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const SHOTS = process.env.CONSOLE_SHOTS ?? path.join(ROOT, 'docs/images');
+const SHOTS = path.resolve(ROOT, process.env.CONSOLE_SHOTS ?? 'test-results/console-pages');
 const CHROMIUM = process.env.TEST_CHROMIUM ?? '/usr/bin/chromium';
 const PASSWORD = 'correct horse battery staple';
 
