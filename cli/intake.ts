@@ -32,6 +32,7 @@ const key = () => import('./commands/key.ts');
 const events = () => import('./commands/events.ts');
 const journey = () => import('./commands/journey.ts');
 const users = () => import('./commands/users.ts');
+const operatorCommands = () => import('./commands/operators.ts');
 
 const operators: Record<OperatorName, LazyOperator> = {
   'org create': lazy(org, 'orgCreate'),
@@ -58,6 +59,11 @@ const operators: Record<OperatorName, LazyOperator> = {
   'users suppressed': lazy(users, 'usersSuppressed'),
   'users audit': lazy(users, 'usersAudit'),
   'users export': lazy(users, 'usersExport'),
+  'operator add': lazy(operatorCommands, 'operatorAdd'),
+  'operator remove': lazy(operatorCommands, 'operatorRemove'),
+  'operator list': lazy(operatorCommands, 'operatorList'),
+  'operator token': lazy(operatorCommands, 'operatorToken'),
+  'operator audit': lazy(operatorCommands, 'operatorAudit'),
 };
 // The commands that read the queues: they load BullMQ (the rest never do).
 const QUEUE_COMMANDS = new Set(['events get', 'events activity', 'events retry', 'users forget']);

@@ -31,12 +31,17 @@ export interface OperatorDeps {
   redis(): Promise<Redis>;
   /** Where a command that streams its document writes it (stdout when absent). */
   out?: NodeJS.WritableStream;
+  /** Where a command that reads a secret (`operator add --password-stdin`) reads it (stdin when absent). */
+  in?: NodeJS.ReadableStream;
 }
 
 /** Returned by a command that wrote its document itself (streamed): nothing more to print. */
 export const STREAMED = Symbol('streamed');
 
 export class OperatorError extends Error {}
+
+/** What the command names does not exist (an organization, an environment, a key, an operator): the admin API answers 404. */
+export class MissingError extends OperatorError {}
 
 /** What a command changed in the database, and what a gateway that did not hear of it may still do. */
 export interface CachedChange {
@@ -61,11 +66,11 @@ export function notNotified(change: CachedChange, problem: string, config: Pick<
 /** The environment an operator command acts on: Production unless `--env` names another. */
 export async function findEnvironment(db: Db, orgSlug: string, pathValue: string | undefined) {
   const org = await db.organization.findUnique({ where: { slug: orgSlug } });
-  if (!org) throw new OperatorError(`organization ${orgSlug} does not exist`);
+  if (!org) throw new MissingError(`organization ${orgSlug} does not exist`);
   const env = await db.environment.findFirst({
     where: pathValue === undefined ? { organizationId: org.id, isProduction: true } : { organizationId: org.id, pathValue },
   });
-  if (!env) throw new OperatorError(`environment ${pathValue} does not exist in ${orgSlug}`);
+  if (!env) throw new MissingError(`environment ${pathValue} does not exist in ${orgSlug}`);
   return { org, env };
 }
 

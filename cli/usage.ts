@@ -208,6 +208,45 @@ export const COMMANDS = {
     ],
   },
 
+  'operator add': {
+    section: 'operator',
+    args: ['name'],
+    options: {
+      role: { value: 'admin|read-only', required: true, help: 'admin reads and changes; read-only reads', choices: ['admin', 'read-only'] },
+      'password-stdin': { value: '', flag: true, help: 'read the password from the first line of stdin (else it is asked for on the terminal, twice)' },
+    },
+    summary: 'add an operator of the dashboard and its admin API; prints {"name","role","createdAt"}',
+    notes: [
+      'The name: 1-64 letters, digits, ".", "_", "@" or "-", starting with a letter or digit. The password: at least 12 characters, kept only as an scrypt hash with a salt of its own.',
+      'Once an operator exists, the dashboard asks for a login (docs/operations.md, "Operators").',
+    ],
+  },
+  'operator remove': {
+    section: 'operator',
+    args: ['name'],
+    options: none,
+    summary: 'remove an operator: its sessions and admin-API tokens stop working at once; prints {"name","removed":true,"sessionsRevoked","tokensRevoked"}',
+  },
+  'operator list': {
+    section: 'operator',
+    args: [],
+    options: none,
+    summary: 'every operator; prints [{"name","role","createdAt","tokens"}] (tokens: how many it holds)',
+  },
+  'operator token': {
+    section: 'operator',
+    args: ['name'],
+    options: none,
+    summary: 'a new admin-API token of the operator (Authorization: Bearer <token>); prints {"name","token","suffix"}, the only time the token is shown',
+    notes: ["The token acts with its operator's role; it stops working when the operator is removed."],
+  },
+  'operator audit': {
+    section: 'operator',
+    args: [],
+    options: { limit: { value: '<count>', help: 'how many, newest first', whole: { min: 1, max: 10_000, default: 100, unit: 'records' } } },
+    summary: 'the changes made in the dashboard and through the admin API: prints [{"id","at","operator","action","target","detail"}], no personal data',
+  },
+
   storage: {
     section: 'operator',
     args: [],
@@ -284,6 +323,7 @@ const GROUP_SUMMARIES: Record<string, string> = {
   journey: 'journeys',
   consent: 'consent decisions',
   users: 'privacy operations on one person: erase, suppress, audit, export',
+  operator: 'operators of the dashboard and its admin API: accounts, tokens, audit',
 };
 
 function optionText(name: string, option: OptionSpec): string {

@@ -4,7 +4,6 @@
 // hides job data and refuses any other address.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
-import { BlockList, isIP } from 'node:net';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
@@ -13,6 +12,7 @@ import Koa from 'koa';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Db } from '../platform/db.ts';
 import { registerQueueDepth } from '../platform/queue-depth.ts';
+import { isLoopback } from '../platform/loopback.ts';
 import { healthz, metrics, readyz } from './handlers/health.ts';
 import { ConfigError, type Config } from '../platform/config.ts';
 import { drainable, listen } from '../platform/listen.ts';
@@ -24,6 +24,9 @@ import { createRedis } from '../platform/redis.ts';
 import { BOARD_UI, boardPage, DASHBOARD_CSP } from './live/board-page.ts';
 import { ICONS } from './live/favicon.ts';
 import { livePages } from './live/pages.ts';
+import { consoleAuth, type ConsoleAuth } from './console/auth.ts';
+import { consolePages } from './console/pages/index.ts';
+import type { LoginLimits } from './console/login-limit.ts';
 
 export interface Dashboard {
   port: number;
@@ -48,7 +51,7 @@ type DashboardConfig = Pick<
 >;
 
 /** Listen on config.dashboardPort (0 picks a free one); rejects when the port is taken. */
-export async function startDashboard(deps: { config: DashboardConfig; db: Db; log: Logger }): Promise<Dashboard> {
+export async function startDashboard(deps: { config: Config; db: Db; log: Logger; loginLimits?: Partial<LoginLimits> }): Promise<Dashboard> {
   const { config, db, log } = deps;
   const refused = exposureProblem(config);
   if (refused) throw new ConfigError(refused);
@@ -81,8 +84,10 @@ export async function startDashboard(deps: { config: DashboardConfig; db: Db; lo
   );
   const probes = { readyz: readyz({ db, redis }), metrics: metrics(registry) };
   const live = livePages({ config, db, redis, eventsQueues, deadLetterQueue });
+  const pages = consolePages({ config, db, redis, eventsQueues });
+  const operators = consoleAuth({ db, limits: deps.loginLimits });
   // Malformed HTTP, an unknown Expect, no Host: a JSON error as on the gateway, not Node's empty body.
-  answerInJson(server, createDashboardApp({ config, queues, live, probes, log }).callback());
+  answerInJson(server, createDashboardApp({ config, queues, live, pages, probes, log, operators }).callback());
 
   if (!config.dashboardPassword) {
     log.warn(
@@ -115,26 +120,21 @@ export function exposureProblem(config: Pick<Config, 'dashboardHost' | 'dashboar
   return null;
 }
 
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-
-/** 127.0.0.0/8, ::1 (in any spelling, IPv4-mapped too) and `localhost`; any other name or address may be reachable from elsewhere. */
-export function isLoopback(host: string): boolean {
-  if (host === 'localhost') return true;
-  const family = isIP(host);
-  return family !== 0 && LOOPBACK.check(host, family === 4 ? 'ipv4' : 'ipv6');
-}
+export { isLoopback };
 
 /** What the dashboard shows of a job's data and return value when no password guards it. */
 export const HIDDEN_JOB_DATA = 'hidden: set DASHBOARD_PASSWORD to see job data';
 
-/** healthz, readyz, metrics and the icon (open) → basic auth when a password is set → the live view (/live/…) → bull-board (UI at /, JSON API under /api). */
+/** healthz, readyz, metrics and the icon (open) → login and logout → operators' sessions, or basic auth when no operator exists and a password is set → the live view (/live/…) and the console's pages (/console/…) → bull-board (UI at /, JSON API under /api). */
 function createDashboardApp(deps: {
   config: DashboardConfig;
   queues: Queue[];
   /** The live view's pages (gateway/live/pages.ts), behind the same auth as bull-board. */
   live: Koa.Middleware;
+  /** The console's pages (gateway/console/pages), behind the same auth. */
+  pages: Koa.Middleware;
+  /** Operators' login, sessions and CSRF tokens (gateway/console/auth.ts). */
+  operators: ConsoleAuth;
   probes: { readyz: Koa.Middleware; metrics: Koa.Middleware };
   log: Logger;
 }): Koa {
@@ -178,8 +178,11 @@ function createDashboardApp(deps: {
     }
     return next();
   });
-  if (config.dashboardPassword) app.use(basicAuth(config.dashboardUser, config.dashboardPassword));
+  app.use(deps.operators.routes);
+  // Operators' sessions once any operator exists; until then the basic auth of DASHBOARD_PASSWORD, if set.
+  app.use(deps.operators.gate(config.dashboardPassword ? basicAuth(config.dashboardUser, config.dashboardPassword) : null));
   app.use(deps.live);
+  app.use(deps.pages);
   app.use(async (ctx, next) => {
     await boardPlugin(ctx, next);
     // bull-board's page (at / and at each of its client-side routes), not its API or files.

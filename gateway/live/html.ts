@@ -34,6 +34,10 @@ export const PAGES = [
   { path: '/live/identify', title: 'Identify calls' },
   { path: '/live/rates', title: 'Rates' },
   { path: '/live/dead-letters', title: 'Dead letters' },
+  // The console's pages (gateway/console/pages).
+  { path: '/console/events', title: 'Stored events' },
+  { path: '/console/person', title: 'Person' },
+  { path: '/console/keys', title: 'Keys' },
 ] as const;
 
 /** bull-board's first screen. */

@@ -13,6 +13,7 @@ import { retryFailedEvent } from '../../events/dead-letter-retry.ts';
 import { LIVE_ROUTES, liveKeyPrefix } from '../../platform/live-keys.ts';
 import type { DeadLetterJob, EventBatchJob } from '../../events/jobs.ts';
 import type { Redis } from '../../platform/redis.ts';
+import type { ConsoleState } from '../console/auth.ts';
 import { sameOrigin, seesPersonalData } from './access.ts';
 import {
   answerRates,
@@ -229,8 +230,11 @@ async function deadLettersPage(deps: Reads, ctx: Koa.Context, view: View) {
   const canRetry = !deps.config.dashboardReadOnly;
   // The form names the dead letter by its job id (ASCII): a messageId may hold characters a form
   // field does not carry back as they were, or be longer than a page keeps of it.
+  // Signed in as an operator, each change carries the session's CSRF token (gateway/console/auth.ts).
+  const csrf = (ctx.state as ConsoleState).csrfToken;
+  const csrfField = csrf ? `<input type="hidden" name="_csrf" value="${esc(csrf)}">` : '';
   const retryButton = (l: { jobId: string }) =>
-    `<form method="post" action="/live/dead-letters/retry"><input type="hidden" name="job" value="${esc(l.jobId)}"><button type="submit">Retry</button></form>`;
+    `<form method="post" action="/live/dead-letters/retry"><input type="hidden" name="job" value="${esc(l.jobId)}">${csrfField}<button type="submit">Retry</button></form>`;
   const headers = ['failed', 'environment', 'event', 'messageId', 'user', 'why', ...(canRetry ? [''] : [])];
   const rows = letters.map((l) => [
     l.failedAt === null ? '' : when(l.failedAt),
@@ -271,7 +275,8 @@ async function retry(deps: Reads, ctx: Koa.Context) {
     ctx.body = 'Forbidden: not sent from the dashboard.';
     return;
   }
-  const form = new URLSearchParams(await readBody(ctx.req, 16_384));
+  // The operators' gate has read a form already, for its CSRF token.
+  const form = new URLSearchParams((ctx.state as ConsoleState).form ?? (await readBody(ctx.req, 16_384)));
   const jobId = form.get('job') ?? '';
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(jobId)) {
     ctx.status = 400;

@@ -10,7 +10,13 @@ export interface HistoryPattern {
 }
 
 export const HISTORY_PATTERNS: readonly HistoryPattern[] = [
-  { pattern: /\bsessions?\b/i, why: 'a numbered entry of a work diary: say what holds now, or leave the measurement out' },
+  // A diary's session ("in session 12", "sessions of work", "the previous session"), not a login's
+  // (an operator's session, its session cookie, sessionsRevoked).
+  {
+    pattern: /\bsessions?\s+#?\d|\bsessions?\s+of\s+(?:work|development|coding)\b|\b(?:last|previous|earlier|next|work(?:ing)?)\s+sessions?\b/i,
+    why: 'a numbered entry of a work diary: say what holds now, or leave the measurement out',
+  },
+  { pattern: /\b(?:in|during|from|since)\s+(?:this|that|one|an earlier|a later)\s+session\b/i, why: 'a work diary: say what holds now' },
   { pattern: /\b(?:tried|experiments?|prototypes?)\b[^.]{0,60}?\bnot kept\b/i, why: 'an attempt not kept: git has it' },
   { pattern: /\btried and dropped\b/i, why: 'an attempt dropped: git has it' },
   {

@@ -131,6 +131,12 @@ test('the history patterns: present tense passes, history fails, even wrapped on
   t.deepEqual(found(`// The cache is\n// ${usedTo} hold profiles.`), [], 'the passive across a line break');
   t.deepEqual(found(`Measured first,\n- ${['tried,', 'not'].join(' ')}\n  kept: a thread of its own.`), [2], 'wrapped, with a list marker');
   t.deepEqual(found(`${RUN_WORD}s of work`), [1]);
+  t.deepEqual(found(`// Found in the previous ${RUN_WORD}.\n// Measured during this ${RUN_WORD}.`), [1, 2]);
+  t.deepEqual(
+    found(`// A login ${RUN_WORD}: its ${RUN_WORD} cookie, ${RUN_WORD}sRevoked, Operator${RUN_WORD[0].toUpperCase()}${RUN_WORD.slice(1)}.`),
+    [],
+    "a login's",
+  );
   t.deepEqual(found('the bench has run 10 ms; run 3 files at a time'), []);
   t.deepEqual(found(`| scenario | ${['run', '3'].join(' ')} | target |`), [1]);
   t.deepEqual(found(['previo', 'usly'].join('') + ' it did more'), [1]);

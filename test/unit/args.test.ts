@@ -97,7 +97,7 @@ test('an option with fixed choices refuses anything else', (t) => {
 });
 
 test('every group without its command prints the group usage as a usage mistake (exit 2); asked for, exit 0', (t) => {
-  t.deepEqual(GROUPS, ['org', 'env', 'key', 'events', 'journey', 'consent', 'users']);
+  t.deepEqual(GROUPS, ['org', 'env', 'key', 'events', 'journey', 'consent', 'users', 'operator']);
   for (const group of GROUPS) {
     const text = groupHelp(group);
     t.deepEqual(route([group]), { help: text, exit: 2 }, group);

@@ -1,0 +1,61 @@
+// The console's pages under /console (docs/operations.md, "Console pages"): stored events and
+// one event (events.ts), a person (person.ts), keys and environments (keys.ts). They sit behind
+// the dashboard's gate like the live view and bull-board (gateway/dashboard.ts): an operator's
+// session once any operator exists, else DASHBOARD_PASSWORD's basic auth when set, else loopback
+// and personal data hidden (access.ts). Server-rendered: see view.ts for why.
+import type { Queue } from 'bullmq';
+import type Koa from 'koa';
+import type { Config } from '../../../platform/config.ts';
+import type { Db } from '../../../platform/db.ts';
+import type { EventBatchJob } from '../../../platform/queues.ts';
+import type { Redis } from '../../../platform/redis.ts';
+import { createJobDigests, type JobDigests } from '../../live/job-digests.ts';
+import { eventPage, eventsPage, EVENT_PATH, EVENTS_PATH } from './events.ts';
+import { keyAction501, keysPage, KEY_ACTIONS_PATH, KEYS_PATH } from './keys.ts';
+import { personAction, personPage, PERSON_ACTIONS_PATH, PERSON_PATH } from './person.ts';
+
+export interface PagesDeps {
+  config: Pick<Config, 'dashboardPassword' | 'dashboardReadOnly'>;
+  db: Db;
+  /** Every partition of the events queue (its queued events show as pending). */
+  eventsQueues: Queue<EventBatchJob>[];
+  digests: JobDigests;
+}
+
+/** Bytes of queued jobs one read of the pages takes, and the heads kept between reads (as the live view's, smaller). */
+const QUEUED_BYTES_PER_READ = 16 * 1_048_576;
+const QUEUED_HEADS_BYTES = 4 * 1_048_576;
+
+/** The paths of the pages, for the tests that try each without a session. */
+export const CONSOLE_PAGES = [EVENTS_PATH, EVENT_PATH, PERSON_PATH, KEYS_PATH] as const;
+
+/** GET /console/… pages, and the action forms' POSTs; anything else goes on. */
+export function consolePages(deps: { config: PagesDeps['config']; db: Db; redis: Redis; eventsQueues: Queue<EventBatchJob>[] }): Koa.Middleware {
+  const pages: PagesDeps = {
+    config: deps.config,
+    db: deps.db,
+    eventsQueues: deps.eventsQueues,
+    digests: createJobDigests({ redis: deps.redis, bytesPerRead: QUEUED_BYTES_PER_READ, cacheBytes: QUEUED_HEADS_BYTES }),
+  };
+  const routes: Record<string, (deps: PagesDeps, ctx: Koa.Context) => Promise<void>> = {
+    [EVENTS_PATH]: eventsPage,
+    [EVENT_PATH]: eventPage,
+    [PERSON_PATH]: personPage,
+    [KEYS_PATH]: keysPage,
+  };
+  return async function console(ctx, next) {
+    if (ctx.path === '/console' || ctx.path === '/console/') return ctx.redirect(EVENTS_PATH);
+    if (ctx.path.startsWith(PERSON_ACTIONS_PATH)) return personAction(pages, ctx, ctx.path.slice(PERSON_ACTIONS_PATH.length));
+    if (ctx.path.startsWith(KEY_ACTIONS_PATH)) return keyAction501(pages, ctx, ctx.path.slice(KEY_ACTIONS_PATH.length));
+    const route = routes[ctx.path];
+    if (!route) return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      ctx.status = 405;
+      ctx.set('Allow', 'GET');
+      return;
+    }
+    ctx.set('Cache-Control', 'no-store');
+    ctx.type = 'html';
+    await route(pages, ctx);
+  };
+}

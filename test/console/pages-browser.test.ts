@@ -1,0 +1,140 @@
+// The console's pages as an operator uses them, in Debian's chromium driven by playwright-core (no
+// browser download): log in, send a Track event and an Identify call through the gateway (202,
+// 200), find the event on the events page by its name, open it and read its payload, follow its
+// user to the person page (traits, events), and open the keys page. No page asks anything of
+// another origin. A screenshot of each page is written to test-results/console-pages/, or where
+// CONSOLE_SHOTS says (CONSOLE_SHOTS=docs/images renews those of docs/operations.md, "Console pages").
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import test from 'ava';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { addOperator } from '../../gateway/console/operators.ts';
+import { consoleDatabase, consoleInProcess } from '../helpers/console.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { request, trackBody } from '../helpers/http.ts';
+import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
+import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const SHOTS = path.resolve(ROOT, process.env.CONSOLE_SHOTS ?? 'test-results/console-pages');
+const CHROMIUM = process.env.TEST_CHROMIUM ?? '/usr/bin/chromium';
+const PASSWORD = 'correct horse battery staple';
+
+let h: Harness;
+let tenant: Tenant;
+const opened: { close(): Promise<unknown> }[] = [];
+let dashboard: Awaited<ReturnType<typeof consoleInProcess>>;
+let gatewayUrl: string;
+let browser: BrowserContext | undefined;
+let profileDir: string;
+
+test.before(async () => {
+  const url = await consoleDatabase('console_pages_browser');
+  h = await openHarness({ DATABASE_URL: url, DASHBOARD_PORT: '0' });
+  tenant = await newTenant(h);
+  opened.push(await workerInProcess(h));
+  const gateway = await gatewayInProcess(h);
+  opened.push(gateway);
+  gatewayUrl = gateway.url;
+  await addOperator(h.db, 'ops-alice', 'admin', PASSWORD);
+  dashboard = await consoleInProcess(h.env);
+  opened.push(dashboard);
+  mkdirSync(SHOTS, { recursive: true });
+  profileDir = mkdtempSync(path.join(tmpdir(), 'intake-chromium-'));
+  browser = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    viewport: { width: 1280, height: 800 },
+  });
+});
+
+test.after.always(async () => {
+  await browser?.close();
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  for (const o of opened.reverse()) await o.close().catch(() => {});
+  await closeEmptied(h);
+});
+
+test('an operator logs in, finds the event just sent, reads its payload and opens the person', async (t) => {
+  const page = await browser!.newPage();
+  const asked: string[] = [];
+  page.on('request', (r) => asked.push(r.url()));
+  const refused: string[] = [];
+  page.on('console', (m) => m.type() === 'error' && /Content Security Policy|Failed to load/.test(m.text()) && refused.push(m.text()));
+
+  // Not signed in: the events page sends the browser to the login form, which brings it back.
+  await page.goto(`${dashboard.url}/console/events?env=${tenant.slug}`);
+  t.regex(page.url(), /\/login\?next=/);
+  await page.fill('input[name="name"]', 'ops-alice');
+  await page.fill('input[name="password"]', PASSWORD);
+  await Promise.all([page.waitForURL(/\/console\/events\?env=/), page.click('button[type="submit"]')]);
+  t.is(await page.textContent('h1'), 'Stored events');
+
+  // Moments later, an Identify call and a Track event through the gateway.
+  const headers = { 'x-api-key': tenant.key };
+  const identify = await request(gatewayUrl, `/api/identify/${tenant.slug}`, {
+    headers,
+    body: { userId: 'eve', messageId: 'br-i-1', traits: { email: 'eve@example.com', plan: 'team' }, timestamp: new Date().toISOString() },
+  });
+  t.is(identify.status, 200, identify.text);
+  const messageId = `br-t-${Date.now()}`;
+  const track = await request(gatewayUrl, `/api/track/${tenant.slug}`, {
+    headers,
+    body: trackBody({ messageId, event: 'Checkout Completed', userId: 'eve', properties: { coupon: 'SPRING-SECRET-42', total: 129.5 } }),
+  });
+  t.is(track.status, 202, track.text);
+  t.true(await eventually(async () => (await h.db.event.count({ where: { environmentId: tenant.environmentId } })) === 1, { timeoutMs: 60_000 }));
+
+  // Found by its name, as the operator types it.
+  await page.fill('input[name="event"]', 'Checkout Completed');
+  await Promise.all([page.waitForURL(/event=Checkout/), page.click('form.filter button[type="submit"]')]);
+  const row = page.locator('table tr', { hasText: messageId });
+  await row.waitFor();
+  t.regex(await row.innerText(), /processed/);
+  await page.screenshot({ path: path.join(SHOTS, 'console-events.png') });
+
+  // Its page: the stored JSON, its status and what the worker did.
+  await Promise.all([page.waitForURL(/\/console\/event\?/), row.locator('a', { hasText: messageId }).click()]);
+  t.is(await page.textContent('h1'), 'Event');
+  const json = await page.textContent('pre.json');
+  t.true(json?.includes('"coupon": "SPRING-SECRET-42"'), json ?? '');
+  t.regex((await page.textContent('dl.fields')) ?? '', /processed/);
+  t.regex((await page.textContent('dl.fields')) ?? '', /stored at/);
+  await page.screenshot({ path: path.join(SHOTS, 'console-event.png'), fullPage: true });
+
+  // The person, from the event's user.
+  await Promise.all([page.waitForURL(/\/console\/person\?/), page.click('dl.fields a[href^="/console/person"]')]);
+  t.is(await page.textContent('h1'), 'Person');
+  const traits = page.locator('table', { hasText: 'last written' });
+  t.regex(await traits.innerText(), /email\s+"eve@example\.com"/);
+  t.regex(await traits.innerText(), /plan\s+"team"/);
+  t.regex(await page.locator('body').innerText(), new RegExp(messageId));
+  await page.screenshot({ path: path.join(SHOTS, 'console-person.png'), fullPage: true });
+
+  // Keys and environments, from the navigation bar.
+  await Promise.all([page.waitForURL(/\/console\/keys$/), page.click('.intake-nav a[href="/console/keys"]')]);
+  await Promise.all([page.waitForURL(/\/console\/keys\?org=/), page.click(`a[href="/console/keys?org=${tenant.slug}"]`)]);
+  const keys = await page.locator('main').innerText();
+  t.true(keys.includes(`…${tenant.suffix}`));
+  t.false(keys.includes(tenant.key));
+  await page.screenshot({ path: path.join(SHOTS, 'console-keys.png'), fullPage: true });
+  await page.close();
+
+  const origin = new URL(dashboard.url).origin;
+  t.deepEqual(
+    asked.filter((u) => new URL(u).origin !== origin),
+    [],
+  );
+  t.deepEqual(refused, []);
+});
