@@ -7,7 +7,7 @@ import type { Queue } from 'bullmq';
 import type Koa from 'koa';
 import type { Config } from '../../../platform/config.ts';
 import type { Db } from '../../../platform/db.ts';
-import type { EventBatchJob } from '../../../platform/queues.ts';
+import type { EventBatchJob } from '../../../events/jobs.ts';
 import type { Redis } from '../../../platform/redis.ts';
 import { createJobDigests, type JobDigests } from '../../live/job-digests.ts';
 import { eventPage, eventsPage, EVENT_PATH, EVENTS_PATH } from './events.ts';

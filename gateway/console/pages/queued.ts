@@ -2,7 +2,7 @@
 // every partition, read as the live view reads them (gateway/live/job-digests.ts: metadata, then
 // each job's heads once, at most a budget of bytes per read; properties never leave Redis).
 import type { Queue } from 'bullmq';
-import type { EventBatchJob } from '../../../platform/queues.ts';
+import type { EventBatchJob } from '../../../events/jobs.ts';
 import { fieldIs, type EventHead } from '../../live/batch-digest.ts';
 import type { JobDigests, Listing } from '../../live/job-digests.ts';
 
