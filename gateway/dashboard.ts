@@ -24,7 +24,9 @@ import { BOARD_UI, boardPage, DASHBOARD_CSP } from './live/board-page.ts';
 import { ICONS } from './live/favicon.ts';
 import { livePages } from './live/pages.ts';
 import { consoleAuth, type ConsoleAuth } from './console/auth.ts';
+import { adminApi } from './console/admin-api.ts';
 import type { LoginLimits } from './console/login-limit.ts';
+import { loadQueueModules, openOperator } from '../cli/operator.ts';
 
 export interface Dashboard {
   port: number;
@@ -83,8 +85,10 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   const probes = { readyz: readyz({ db, redis }), metrics: metrics(registry) };
   const live = livePages({ config, db, redis, eventsQueues, deadLetterQueue });
   const operators = consoleAuth({ db, limits: deps.loginLimits });
+  const adminOperator = openOperator(config, db, await loadQueueModules());
+  const admin = adminApi({ db, operator: adminOperator, log });
   // Malformed HTTP, an unknown Expect, no Host: a JSON error as on the gateway, not Node's empty body.
-  answerInJson(server, createDashboardApp({ config, queues, live, probes, log, operators }).callback());
+  answerInJson(server, createDashboardApp({ config, queues, live, probes, log, operators, admin: admin.middleware }).callback());
 
   if (!config.dashboardPassword) {
     log.warn(
@@ -98,7 +102,9 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   );
 
   return drainable(server, port, config.shutdownTimeoutMs, async () => {
+    await admin.close();
     await closeQueues(queues, redis);
+    await adminOperator.close(true);
     log.info('dashboard stopped');
   });
 }
@@ -122,7 +128,7 @@ export { isLoopback };
 /** What the dashboard shows of a job's data and return value when no password guards it. */
 export const HIDDEN_JOB_DATA = 'hidden: set DASHBOARD_PASSWORD to see job data';
 
-/** healthz, readyz, metrics and the icon (open) → login and logout → operators' sessions, or basic auth when no operator exists and a password is set → the live view (/live/…) → bull-board (UI at /, JSON API under /api). */
+/** healthz, readyz, metrics and the icon (open) → login and logout → the admin API (its own auth) → operators' sessions, or basic auth when no operator exists and a password is set → the live view (/live/…) → bull-board (UI at /, JSON API under /api). */
 function createDashboardApp(deps: {
   config: DashboardConfig;
   queues: Queue[];
@@ -130,6 +136,8 @@ function createDashboardApp(deps: {
   live: Koa.Middleware;
   /** Operators' login, sessions and CSRF tokens (gateway/console/auth.ts). */
   operators: ConsoleAuth;
+  /** The admin API under /admin/api/ (gateway/console/admin-api.ts), with its own authentication. */
+  admin: Koa.Middleware;
   probes: { readyz: Koa.Middleware; metrics: Koa.Middleware };
   log: Logger;
 }): Koa {
@@ -174,6 +182,7 @@ function createDashboardApp(deps: {
     return next();
   });
   app.use(deps.operators.routes);
+  app.use(deps.admin);
   // Operators' sessions once any operator exists; until then the basic auth of DASHBOARD_PASSWORD, if set.
   app.use(deps.operators.gate(config.dashboardPassword ? basicAuth(config.dashboardUser, config.dashboardPassword) : null));
   app.use(deps.live);

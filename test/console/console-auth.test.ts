@@ -30,10 +30,13 @@ test.after.always(async () => {
 
 const html = { accept: 'text/html' };
 
-test.serial('with no operator the dashboard opens without a login', async (t) => {
+test.serial('with no operator the dashboard opens without a login, and the admin API answers 401', async (t) => {
   t.is((await call(dashboard.url, '/', { headers: html })).status, 200);
   t.is((await call(dashboard.url, '/live/events', { headers: html })).status, 200);
   t.is((await call(dashboard.url, '/api/queues')).status, 200);
+  const admin = await call(dashboard.url, '/admin/api/v1/me');
+  t.is(admin.status, 401);
+  t.deepEqual(admin.json, { error: 'Unauthorized' });
   // The login page is there, and no name and password opens anything.
   t.regex((await call(dashboard.url, '/login', { headers: html })).text, /<form method="post" action="\/login">/);
   t.is((await call(dashboard.url, '/login', { method: 'POST', headers: { accept: 'application/json' }, body: { name: 'x', password: 'y' } })).status, 401);
@@ -72,6 +75,8 @@ test.serial('login: a wrong password is refused; the right one sets an HttpOnly,
   t.is(stored.length, 1);
   t.false(stored[0].idHash.includes(login.cookie.split('=')[1]), 'only the hash of the session id is stored');
   for (const path of ['/', '/live/events', '/api/queues']) t.is((await call(dashboard.url, path, { headers: { cookie: login.cookie } })).status, 200, path);
+  const me = await call(dashboard.url, '/admin/api/v1/me', { headers: { cookie: login.cookie } });
+  t.deepEqual(me.json, { name: 'alice', role: 'admin', csrfToken: login.csrfToken });
 
   // The login form: a 303 to where the browser was going (a path of this dashboard only).
   const form = (next: string) =>
@@ -133,6 +138,7 @@ test.serial('logout needs the CSRF token and ends the session', async (t) => {
   t.is(out.headers.get('location'), '/login');
   t.regex(out.headers.get('set-cookie') ?? '', /^intake_session=; .*Max-Age=0/);
   t.is((await call(dashboard.url, '/api/queues', { headers: { cookie: login.cookie } })).status, 401);
+  t.is((await call(dashboard.url, '/admin/api/v1/me', { headers: { cookie: login.cookie } })).status, 401);
 });
 
 test.serial('failed logins are limited per name: past 5, even the right password waits', async (t) => {
@@ -159,14 +165,18 @@ test.serial('failed logins are limited per address, whatever the names', async (
   t.is((await attempt('alice', PASSWORD)).status, 429);
 });
 
-test.serial('removing an operator ends its sessions at once', async (t) => {
+test.serial('removing an operator ends its sessions and its tokens at once', async (t) => {
   await addOperator(db, 'carol', 'admin', PASSWORD);
   const login = await logInAs(dashboard.url, 'carol', PASSWORD);
-  await intake(env, ['operator', 'token', 'carol']);
+  const token = await intake(env, ['operator', 'token', 'carol']);
+  const bearer = { authorization: `Bearer ${JSON.parse(token.stdout).token}` };
+  t.is((await call(dashboard.url, '/admin/api/v1/me', { headers: bearer })).status, 200);
   t.is((await call(dashboard.url, '/api/queues', { headers: { cookie: login.cookie } })).status, 200);
   const removed = await intake(env, ['operator', 'remove', 'carol']);
   t.like(JSON.parse(removed.stdout), { removed: true, sessionsRevoked: 1, tokensRevoked: 1 });
   t.is((await call(dashboard.url, '/api/queues', { headers: { cookie: login.cookie } })).status, 401);
+  t.is((await call(dashboard.url, '/admin/api/v1/me', { headers: bearer })).status, 401);
+  t.is((await call(dashboard.url, '/admin/api/v1/me', { headers: { cookie: login.cookie } })).status, 401);
 });
 
 const outside = Object.values(os.networkInterfaces())
