@@ -20,10 +20,10 @@ import { answerInJson } from './client-error.ts';
 import type { Logger } from '../platform/logger.ts';
 import { allPartitions, closeQueues, createDeadLetterQueue, createEventsQueues, createServiceEventsQueue, EVENTS_QUEUE } from '../platform/queues.ts';
 import { createRedis } from '../platform/redis.ts';
-import { BOARD_UI, boardPage, DASHBOARD_CSP } from './live/board-page.ts';
+import { BOARD_UI, boardPage, CSRF_SCRIPT, CSRF_SCRIPT_PATH, DASHBOARD_CSP } from './live/board-page.ts';
 import { ICONS } from './live/favicon.ts';
 import { livePages } from './live/pages.ts';
-import { consoleAuth, type ConsoleAuth } from './console/auth.ts';
+import { consoleAuth, type ConsoleAuth, type ConsoleState } from './console/auth.ts';
 import { adminApi } from './console/admin-api.ts';
 import type { LoginLimits } from './console/login-limit.ts';
 import { loadQueueModules, openOperator } from '../cli/operator.ts';
@@ -172,6 +172,12 @@ function createDashboardApp(deps: {
     if (ctx.path === '/readyz') return probes.readyz(ctx, next);
     if (ctx.path === '/metrics') return probes.metrics(ctx, next);
     // The icon shows nothing of the queues, and a browser asks for it on its own.
+    if (ctx.path === CSRF_SCRIPT_PATH) {
+      ctx.type = 'application/javascript';
+      ctx.set('Cache-Control', 'public, max-age=3600');
+      ctx.body = CSRF_SCRIPT;
+      return;
+    }
     const icon = ICONS.get(ctx.path);
     if (icon) {
       ctx.type = icon.type;
@@ -189,7 +195,7 @@ function createDashboardApp(deps: {
   app.use(async (ctx, next) => {
     await boardPlugin(ctx, next);
     // bull-board's page (at / and at each of its client-side routes), not its API or files.
-    if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = boardPage(ctx.body);
+    if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = boardPage(ctx.body, (ctx.state as ConsoleState).csrfToken);
   });
   return app;
 }

@@ -34,6 +34,7 @@ test.serial('with no operator the dashboard opens without a login, and the admin
   t.is((await call(dashboard.url, '/', { headers: html })).status, 200);
   t.is((await call(dashboard.url, '/live/events', { headers: html })).status, 200);
   t.is((await call(dashboard.url, '/api/queues')).status, 200);
+  t.false((await call(dashboard.url, '/', { headers: html })).text.includes('intake-csrf'), 'no session, no token');
   const admin = await call(dashboard.url, '/admin/api/v1/me');
   t.is(admin.status, 401);
   t.deepEqual(admin.json, { error: 'Unauthorized' });
@@ -75,6 +76,13 @@ test.serial('login: a wrong password is refused; the right one sets an HttpOnly,
   t.is(stored.length, 1);
   t.false(stored[0].idHash.includes(login.cookie.split('=')[1]), 'only the hash of the session id is stored');
   for (const path of ['/', '/live/events', '/api/queues']) t.is((await call(dashboard.url, path, { headers: { cookie: login.cookie } })).status, 200, path);
+  // bull-board's page carries the session's CSRF token and the script that sends it with bull-board's changes.
+  const board = await call(dashboard.url, '/', { headers: { cookie: login.cookie, accept: 'text/html' } });
+  t.true(board.text.includes(`<meta name="intake-csrf" content="${login.csrfToken}"><script src="/console/csrf.js"></script>`));
+  const script = await call(dashboard.url, '/console/csrf.js');
+  t.is(script.status, 200);
+  t.regex(script.headers.get('content-type') ?? '', /^application\/javascript/);
+  t.regex(script.text, /X-CSRF-Token/);
   const me = await call(dashboard.url, '/admin/api/v1/me', { headers: { cookie: login.cookie } });
   t.deepEqual(me.json, { name: 'alice', role: 'admin', csrfToken: login.csrfToken });
 

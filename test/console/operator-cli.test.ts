@@ -101,3 +101,26 @@ test.serial('a password line ending in CRLF is read without its line ending', as
   const dave = await db.operator.findUniqueOrThrow({ where: { name: 'dave' } });
   t.true(await verifyPassword(PASSWORD, dave.passwordHash));
 });
+
+test('env list prints the environments of an organization, Production first', async (t) => {
+  const slug = `envs-${Date.now().toString(36)}`;
+  t.is((await intake(env, ['org', 'create', slug])).code, 0);
+  t.is((await intake(env, ['env', 'create', slug, `${slug}_staging`, '--key', 'staging'])).code, 0);
+  const listed = await intake(env, ['env', 'list', slug]);
+  t.is(listed.code, 0, listed.stderr);
+  t.deepEqual(
+    JSON.parse(listed.stdout).map((e: { pathValue: string; key: string; production: boolean; removed: boolean }) => [
+      e.pathValue,
+      e.key,
+      e.production,
+      e.removed,
+    ]),
+    [
+      [slug, 'prod', true, false],
+      [`${slug}_staging`, 'staging', false, false],
+    ],
+  );
+  const missing = await intake(env, ['env', 'list', 'no-such-org']);
+  t.is(missing.code, 1);
+  t.is(missing.stderr, 'intake: organization no-such-org does not exist\n');
+});
