@@ -3,16 +3,37 @@
 // reads but changes nothing (403), a key made through it is accepted by Track (202) until it is
 // revoked through it (401, on the gateway's cache too), and a forget request, polled until it
 // succeeded, leaves nothing of the person; each change is audited with the operator's name.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { addOperator, createToken } from '../../gateway/console/operators.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { call, consoleDatabase, consoleInProcess, logInAs } from '../helpers/console.ts';
+import { call as callDashboard, consoleDatabase, consoleInProcess, logInAs } from '../helpers/console.ts';
+import { loadApiChecker } from '../helpers/openapi.ts';
 import { acceptedTrack, appliedIdentify, request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess, type InProcessGateway } from '../helpers/processes.ts';
 import { newEnvironment, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
 import type { Workers } from '../../workers/main.ts';
 
 const PASSWORD = 'correct horse battery staple';
+
+/** docs/admin-openapi.yaml: every reply of a documented operation must match it (status, body, headers). */
+const checker = loadApiChecker(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/admin-openapi.yaml'), /^\/admin\/api\//);
+
+/** A request to the dashboard whose reply, when it is one of a documented operation, matches the document. */
+async function call(url: string, requestPath: string, options: Parameters<typeof callDashboard>[2] = {}) {
+  const res = await callDashboard(url, requestPath, options);
+  const verdict = checker.check({
+    method: options.method ?? 'GET',
+    path: requestPath,
+    status: res.status,
+    header: (name) => res.headers.get(name) ?? undefined,
+    text: res.text,
+  });
+  if (verdict && verdict.operation !== 'unmatched' && verdict.problems.length)
+    throw new Error(`${verdict.operation} ${res.status} does not match docs/admin-openapi.yaml: ${verdict.problems.join('; ')}`);
+  return res;
+}
 const V1 = '/admin/api/v1';
 let h: Harness;
 let gateway: InProcessGateway;

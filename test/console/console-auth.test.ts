@@ -86,6 +86,14 @@ test.serial('login: a wrong password is refused; the right one sets an HttpOnly,
   const me = await call(dashboard.url, '/admin/api/v1/me', { headers: { cookie: login.cookie } });
   t.deepEqual(me.json, { name: 'alice', role: 'admin', csrfToken: login.csrfToken });
 
+  // Behind a TLS proxy on this host (which reaches the dashboard on loopback), Secure as well.
+  const proxied = await call(dashboard.url, '/login', {
+    method: 'POST',
+    headers: { accept: 'application/json', 'x-forwarded-proto': 'https' },
+    body: { name: 'alice', password: PASSWORD },
+  });
+  t.regex(proxied.headers.get('set-cookie') ?? '', /^__Host-intake_session=[A-Za-z0-9_-]{43}; .*; Secure$/);
+
   // The login form: a 303 to where the browser was going (a path of this dashboard only).
   const form = (next: string) =>
     call(dashboard.url, '/login', {
