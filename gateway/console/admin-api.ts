@@ -109,12 +109,16 @@ export function adminApi(deps: { db: Db; operator: OperatorDeps; log: Logger }):
     }),
     route('POST', '/organizations/{org}/environments/{env}/keys/{suffix}/revoke', true, async (ctx, params, caller) => {
       const { env } = await environment(params);
-      // Audited first: a revocation the gateways could not all confirm is still made (the error says so).
-      await db.apiKey.count({ where: { environmentId: env.id, suffix: params.suffix } }).then((n) => {
-        if (!n) throw new MissingError(`no key ending in ${params.suffix} in ${env.pathValue}`);
-      });
-      await auditChange(db, caller.operator.name, 'key.revoke', `${params.org}/${env.pathValue}`, { suffix: params.suffix });
-      ctx.body = await revokeKey(operator, env, params.suffix);
+      const audit = (detail: Record<string, unknown>) =>
+        auditChange(db, caller.operator.name, 'key.revoke', `${params.org}/${env.pathValue}`, { suffix: params.suffix, ...detail });
+      try {
+        ctx.body = await revokeKey(operator, env, params.suffix);
+      } catch (err) {
+        // Revoked, but not every gateway confirmed it (the error says so): audited all the same.
+        if (err instanceof OperatorError && !(err instanceof MissingError)) await audit({ notified: false });
+        throw err;
+      }
+      await audit({});
     }),
     route('POST', '/organizations/{org}/environments/{env}/privacy-requests', true, async (ctx, params, caller) => {
       const body = await readJson(ctx);
