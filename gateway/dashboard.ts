@@ -93,7 +93,7 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   if (!config.dashboardPassword) {
     log.warn(
       { host: config.dashboardHost, port },
-      'dashboard is unauthenticated (DASHBOARD_PASSWORD is not set): loopback only, read-only, job data hidden; anyone on this host can see the queues',
+      'dashboard is unauthenticated (DASHBOARD_PASSWORD is not set): loopback only, read-only, job data hidden; anyone on this host can see the queues unless an operator exists (intake operator add), whose login every page then needs',
     );
   }
   log.info(

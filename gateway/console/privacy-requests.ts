@@ -87,6 +87,8 @@ export interface PrivacyRequests {
 export function createPrivacyRequests(deps: { db: Db; operator: OperatorDeps; log: Logger }): PrivacyRequests {
   const { db, operator, log } = deps;
   const running = new Set<Promise<void>>();
+  /** The requests this process runs now, by id. */
+  const active = new Set<string>();
   const exports = new Map<string, { file: string; timer: NodeJS.Timeout }>();
   let folder: Promise<string> | undefined;
 
@@ -149,7 +151,11 @@ export function createPrivacyRequests(deps: { db: Db; operator: OperatorDeps; lo
       }
     })().catch((err: Error) => log.error({ err: err.message, request: id }, 'privacy request not recorded'));
     running.add(work);
-    void work.finally(() => running.delete(work));
+    active.add(id);
+    void work.finally(() => {
+      running.delete(work);
+      active.delete(id);
+    });
   }
 
   return {
@@ -178,6 +184,14 @@ export function createPrivacyRequests(deps: { db: Db; operator: OperatorDeps; lo
     async close() {
       const bound = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
       await Promise.race([Promise.allSettled([...running]), bound]);
+      // Still running: the process stops under it. Each operation can be run again as it is.
+      if (active.size)
+        await db.privacyRequest
+          .updateMany({
+            where: { id: { in: [...active] }, status: { in: ['pending', 'running'] } },
+            data: { status: 'failed', finishedAt: new Date(), error: 'the dashboard stopped while it ran: submit it again' },
+          })
+          .catch(() => {});
       for (const id of [...exports.keys()]) await forgetExport(id);
       if (folder) await rm(await folder, { recursive: true, force: true });
     },
