@@ -24,9 +24,7 @@ import { BOARD_UI, boardPage, CSRF_SCRIPT, CSRF_SCRIPT_PATH, DASHBOARD_CSP } fro
 import { ICONS } from './live/favicon.ts';
 import { livePages } from './live/pages.ts';
 import { consoleAuth, type ConsoleAuth, type ConsoleState } from './console/auth.ts';
-import { adminApi } from './console/admin-api.ts';
 import type { LoginLimits } from './console/login-limit.ts';
-import { loadQueueModules, openOperator } from '../cli/operator.ts';
 
 export interface Dashboard {
   port: number;
@@ -85,8 +83,7 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   const probes = { readyz: readyz({ db, redis }), metrics: metrics(registry) };
   const live = livePages({ config, db, redis, eventsQueues, deadLetterQueue });
   const operators = consoleAuth({ db, limits: deps.loginLimits });
-  const adminOperator = openOperator(config, db, await loadQueueModules());
-  const admin = adminApi({ db, operator: adminOperator, log });
+  const admin = lazyAdminApi(config, db, log);
   // Malformed HTTP, an unknown Expect, no Host: a JSON error as on the gateway, not Node's empty body.
   answerInJson(server, createDashboardApp({ config, queues, live, probes, log, operators, admin: admin.middleware }).callback());
 
@@ -104,9 +101,38 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   return drainable(server, port, config.shutdownTimeoutMs, async () => {
     await admin.close();
     await closeQueues(queues, redis);
-    await adminOperator.close(true);
     log.info('dashboard stopped');
   });
+}
+
+/**
+ * The admin API (gateway/console/admin-api.ts), loaded with the operator commands' code on its
+ * first request: a dashboard nobody calls it on starts as fast as without it.
+ */
+function lazyAdminApi(config: Config, db: Db, log: Logger): { middleware: Koa.Middleware; close(): Promise<void> } {
+  let loaded: Promise<{ middleware: Koa.Middleware; close(): Promise<void> }> | undefined;
+  const load = async () => {
+    const [{ adminApi }, { loadQueueModules, openOperator }] = await Promise.all([import('./console/admin-api.ts'), import('../cli/operator.ts')]);
+    // The operator commands' clients: their cache invalidations, queues and Redis, on the dashboard's database client.
+    const operator = openOperator(config, db, await loadQueueModules());
+    const api = adminApi({ db, operator, log });
+    return {
+      middleware: api.middleware,
+      async close() {
+        await api.close();
+        await operator.close(true);
+      },
+    };
+  };
+  return {
+    middleware: async (ctx, next) => {
+      if (ctx.path !== '/admin/api' && !ctx.path.startsWith('/admin/api/')) return next();
+      return (await (loaded ??= load())).middleware(ctx, next);
+    },
+    close: async () => {
+      if (loaded) await (await loaded).close();
+    },
+  };
 }
 
 /**
