@@ -1,6 +1,7 @@
 // `intake operator add/remove/list/token/audit` as an operator runs them: one JSON document on
 // stdout, one line on stderr and exit 1 (or 2 for a usage mistake), the password read from stdin
 // and stored only as a salted scrypt hash, the token printed once and stored hashed.
+import { spawn } from 'node:child_process';
 import test from 'ava';
 import { createDb, type Db } from '../../platform/db.ts';
 import { verifyPassword } from '../../gateway/console/operators.ts';
@@ -123,4 +124,28 @@ test('env list prints the environments of an organization, Production first', as
   const missing = await intake(env, ['env', 'list', 'no-such-org']);
   t.is(missing.code, 1);
   t.is(missing.stderr, 'intake: organization no-such-org does not exist\n');
+});
+
+test('on a terminal, add asks for the password twice without echoing it', async (t) => {
+  // `script` runs the command on a pseudo-terminal and passes this test's writes to it as typing.
+  const command = `${JSON.stringify(process.execPath)} bin/intake.js operator add erin --role read-only`;
+  const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  const typed = new Set<string>();
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    for (const prompt of ['password: ', 'again: ']) {
+      if (out.includes(prompt) && !typed.has(prompt)) {
+        typed.add(prompt);
+        child.stdin.write(`${PASSWORD}\r`);
+      }
+    }
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  t.is(code, 0, out);
+  t.deepEqual([...typed], ['password: ', 'again: ']);
+  t.false(out.includes(PASSWORD), out);
+  t.regex(out, /"name":"erin","role":"read-only"/);
+  const erin = await db.operator.findUniqueOrThrow({ where: { name: 'erin' } });
+  t.true(await verifyPassword(PASSWORD, erin.passwordHash));
 });
