@@ -25,6 +25,7 @@ import { ICONS } from './live/favicon.ts';
 import { livePages } from './live/pages.ts';
 import { consoleAuth, type ConsoleAuth, type ConsoleState } from './console/auth.ts';
 import type { LoginLimits } from './console/login-limit.ts';
+import { COPY_SCRIPT, COPY_SCRIPT_PATH, KEYS_PATH } from './console/console-paths.ts';
 
 export interface Dashboard {
   port: number;
@@ -83,9 +84,9 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   const probes = { readyz: readyz({ db, redis }), metrics: metrics(registry) };
   const live = livePages({ config, db, redis, eventsQueues, deadLetterQueue });
   const operators = consoleAuth({ db, limits: deps.loginLimits });
-  const admin = lazyAdminApi(config, db, log);
+  const admin = lazyConsole(config, db, log);
   // Malformed HTTP, an unknown Expect, no Host: a JSON error as on the gateway, not Node's empty body.
-  answerInJson(server, createDashboardApp({ config, queues, live, probes, log, operators, admin: admin.middleware }).callback());
+  answerInJson(server, createDashboardApp({ config, queues, live, probes, log, operators, admin: admin.api, pages: admin.pages }).callback());
 
   if (!config.dashboardPassword) {
     log.warn(
@@ -106,18 +107,26 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
 }
 
 /**
- * The admin API (gateway/console/admin-api.ts), loaded with the operator commands' code on its
- * first request: a dashboard nobody calls it on starts as fast as without it.
+ * The admin API (gateway/console/admin-api.ts) and the console's keys page (keys-page.ts), loaded
+ * with the operator commands' code on the first request to either: a dashboard nobody calls them
+ * on starts as fast as without them. The API authenticates by itself (before the operators'
+ * gate); the page sits behind the gate.
  */
-function lazyAdminApi(config: Config, db: Db, log: Logger): { middleware: Koa.Middleware; close(): Promise<void> } {
-  let loaded: Promise<{ middleware: Koa.Middleware; close(): Promise<void> }> | undefined;
-  const load = async () => {
-    const [{ adminApi }, { loadQueueModules, openOperator }] = await Promise.all([import('./console/admin-api.ts'), import('../cli/operator.ts')]);
+function lazyConsole(config: Config, db: Db, log: Logger): { api: Koa.Middleware; pages: Koa.Middleware; close(): Promise<void> } {
+  type Loaded = { api: Koa.Middleware; pages: Koa.Middleware; close(): Promise<void> };
+  let loaded: Promise<Loaded> | undefined;
+  const load = async (): Promise<Loaded> => {
+    const [{ adminApi }, { keysPages }, { loadQueueModules, openOperator }] = await Promise.all([
+      import('./console/admin-api.ts'),
+      import('./console/keys-page.ts'),
+      import('../cli/operator.ts'),
+    ]);
     // The operator commands' clients: their cache invalidations, queues and Redis, on the dashboard's database client.
     const operator = openOperator(config, db, await loadQueueModules());
     const api = adminApi({ db, operator, log });
     return {
-      middleware: api.middleware,
+      api: api.middleware,
+      pages: keysPages({ db, operator }),
       async close() {
         await api.close();
         await operator.close(true);
@@ -125,9 +134,13 @@ function lazyAdminApi(config: Config, db: Db, log: Logger): { middleware: Koa.Mi
     };
   };
   return {
-    middleware: async (ctx, next) => {
+    api: async (ctx, next) => {
       if (ctx.path !== '/admin/api' && !ctx.path.startsWith('/admin/api/')) return next();
-      return (await (loaded ??= load())).middleware(ctx, next);
+      return (await (loaded ??= load())).api(ctx, next);
+    },
+    pages: async (ctx, next) => {
+      if (!ctx.path.startsWith(`${KEYS_PATH}`)) return next();
+      return (await (loaded ??= load())).pages(ctx, next);
     },
     close: async () => {
       if (loaded) await (await loaded).close();
@@ -164,6 +177,8 @@ function createDashboardApp(deps: {
   operators: ConsoleAuth;
   /** The admin API under /admin/api/ (gateway/console/admin-api.ts), with its own authentication. */
   admin: Koa.Middleware;
+  /** The console's pages (gateway/console/keys-page.ts), behind the same auth as the live view. */
+  pages: Koa.Middleware;
   probes: { readyz: Koa.Middleware; metrics: Koa.Middleware };
   log: Logger;
 }): Koa {
@@ -198,10 +213,12 @@ function createDashboardApp(deps: {
     if (ctx.path === '/readyz') return probes.readyz(ctx, next);
     if (ctx.path === '/metrics') return probes.metrics(ctx, next);
     // The icon shows nothing of the queues, and a browser asks for it on its own.
-    if (ctx.path === CSRF_SCRIPT_PATH) {
+    // The console's two scripts hold nothing: open, like the icon.
+    const script = ctx.path === CSRF_SCRIPT_PATH ? CSRF_SCRIPT : ctx.path === COPY_SCRIPT_PATH ? COPY_SCRIPT : null;
+    if (script) {
       ctx.type = 'application/javascript';
       ctx.set('Cache-Control', 'public, max-age=3600');
-      ctx.body = CSRF_SCRIPT;
+      ctx.body = script;
       return;
     }
     const icon = ICONS.get(ctx.path);
@@ -217,6 +234,7 @@ function createDashboardApp(deps: {
   app.use(deps.admin);
   // Operators' sessions once any operator exists; until then the basic auth of DASHBOARD_PASSWORD, if set.
   app.use(deps.operators.gate(config.dashboardPassword ? basicAuth(config.dashboardUser, config.dashboardPassword) : null));
+  app.use(deps.pages);
   app.use(deps.live);
   app.use(async (ctx, next) => {
     await boardPlugin(ctx, next);

@@ -9,7 +9,8 @@ import { createReadStream } from 'node:fs';
 import type Koa from 'koa';
 import type { Db } from '../../platform/db.ts';
 import type { Logger } from '../../platform/logger.ts';
-import { createKey, listKeys, revokeKey } from '../../cli/commands/key.ts';
+import { listKeys } from '../../cli/commands/key.ts';
+import { createKeyAudited, revokeKeyAudited } from './key-actions.ts';
 import { listEnvironments } from '../../cli/commands/env.ts';
 import { findEnvironment, findLiveEnvironment, MissingError, OperatorError, type OperatorDeps } from '../../cli/operator.ts';
 import { refuse, sessionOf, unauthorized, type ConsoleState } from './auth.ts';
@@ -101,24 +102,13 @@ export function adminApi(deps: { db: Db; operator: OperatorDeps; log: Logger }):
     }),
     route('POST', '/organizations/{org}/environments/{env}/keys', true, async (ctx, params, caller) => {
       const { env } = await environment(params, true);
-      const created = await createKey(operator, env);
-      await auditChange(db, caller.operator.name, 'key.create', `${params.org}/${env.pathValue}`, { suffix: created.suffix });
       ctx.status = 201;
       ctx.set('Cache-Control', 'no-store');
-      ctx.body = created;
+      ctx.body = await createKeyAudited(deps, caller.operator.name, params.org, env);
     }),
     route('POST', '/organizations/{org}/environments/{env}/keys/{suffix}/revoke', true, async (ctx, params, caller) => {
       const { env } = await environment(params);
-      const audit = (detail: Record<string, unknown>) =>
-        auditChange(db, caller.operator.name, 'key.revoke', `${params.org}/${env.pathValue}`, { suffix: params.suffix, ...detail });
-      try {
-        ctx.body = await revokeKey(operator, env, params.suffix);
-      } catch (err) {
-        // Revoked, but not every gateway confirmed it (the error says so): audited all the same.
-        if (err instanceof OperatorError && !(err instanceof MissingError)) await audit({ notified: false });
-        throw err;
-      }
-      await audit({});
+      ctx.body = await revokeKeyAudited(deps, caller.operator.name, params.org, env, params.suffix);
     }),
     route('POST', '/organizations/{org}/environments/{env}/privacy-requests', true, async (ctx, params, caller) => {
       const body = await readJson(ctx);

@@ -34,6 +34,8 @@ export const PAGES = [
   { path: '/live/identify', title: 'Identify calls' },
   { path: '/live/rates', title: 'Rates' },
   { path: '/live/dead-letters', title: 'Dead letters' },
+  // The console's (gateway/console/keys-page.ts).
+  { path: '/console/keys', title: 'Keys' },
 ] as const;
 
 /** bull-board's first screen. */

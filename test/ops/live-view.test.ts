@@ -240,6 +240,7 @@ test.serial("bull-board's first screen links to the live view and back; no page 
     ['Identify calls', '/live/identify'],
     ['Rates', '/live/rates'],
     ['Dead letters', '/live/dead-letters'],
+    ['Keys', '/console/keys'],
     ['Queues', '/'],
   ]);
   // The page reloads itself (its script is allowed by its hash), and links back to the queues.
