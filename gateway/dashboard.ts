@@ -23,6 +23,7 @@ import { createRedis } from '../platform/redis.ts';
 import { BOARD_UI, boardPage, CSRF_SCRIPT, CSRF_SCRIPT_PATH, DASHBOARD_CSP } from './live/board-page.ts';
 import { ICONS } from './live/favicon.ts';
 import { livePages } from './live/pages.ts';
+import { seesPersonalData } from './live/access.ts';
 import { consoleAuth, type ConsoleAuth, type ConsoleState } from './console/auth.ts';
 import type { LoginLimits } from './console/login-limit.ts';
 import { COPY_SCRIPT, COPY_SCRIPT_PATH, KEYS_PATH } from './console/console-paths.ts';
@@ -183,22 +184,26 @@ function createDashboardApp(deps: {
   log: Logger;
 }): Koa {
   const { config, queues, probes, log } = deps;
-  const board = new KoaAdapter();
-  const adapters = queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: config.dashboardReadOnly }));
-  if (!config.dashboardPassword) {
-    // Queues, counts, job names and states still show; the payloads (user IDs, properties) do not.
-    // bull-board runs each job it answers with (list and single job) through these formatters.
-    for (const adapter of adapters) {
-      adapter.setFormatter('data', () => HIDDEN_JOB_DATA);
-      adapter.setFormatter('returnValue', () => HIDDEN_JOB_DATA);
+  /**
+   * bull-board over the queues; `hidden`: queues, counts, job names and states still show, the
+   * payloads (user IDs, properties) do not (bull-board runs each job it answers with, list and
+   * single job, through these formatters).
+   */
+  const boardOf = (hidden: boolean) => {
+    const board = new KoaAdapter();
+    const adapters = queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: config.dashboardReadOnly }));
+    if (hidden) {
+      for (const adapter of adapters) {
+        adapter.setFormatter('data', () => HIDDEN_JOB_DATA);
+        adapter.setFormatter('returnValue', () => HIDDEN_JOB_DATA);
+      }
     }
-  }
-  createBullBoard({
-    queues: adapters,
-    serverAdapter: board,
-    options: { uiConfig: { boardTitle: 'intake queues', ...BOARD_UI } },
-  });
-  const boardPlugin = board.registerPlugin();
+    createBullBoard({ queues: adapters, serverAdapter: board, options: { uiConfig: { boardTitle: 'intake queues', ...BOARD_UI } } });
+    return board.registerPlugin();
+  };
+  // Who sees job data is the live view's rule (gateway/live/access.ts): with a password, whoever
+  // passed basic auth; once operators exist, admins and not read-only operators.
+  const boards = { shown: boardOf(false), hidden: boardOf(true) };
 
   const app = new Koa({ proxy: false });
   // Errors are logged here, once; Koa's default handler would print stacks to stderr.
@@ -237,7 +242,7 @@ function createDashboardApp(deps: {
   app.use(deps.pages);
   app.use(deps.live);
   app.use(async (ctx, next) => {
-    await boardPlugin(ctx, next);
+    await (seesPersonalData(config, ctx.state as ConsoleState) ? boards.shown : boards.hidden)(ctx, next);
     // bull-board's page (at / and at each of its client-side routes), not its API or files.
     if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = boardPage(ctx.body, (ctx.state as ConsoleState).csrfToken);
   });

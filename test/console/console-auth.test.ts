@@ -5,6 +5,11 @@
 // or when its operator is removed.
 import os from 'node:os';
 import test from 'ava';
+import { Queue } from 'bullmq';
+import { HIDDEN_JOB_DATA } from '../../gateway/dashboard.ts';
+import { seesPersonalData } from '../../gateway/live/access.ts';
+import { EVENTS_QUEUE } from '../../platform/queues.ts';
+import { createRedis } from '../../platform/redis.ts';
 import { addOperator } from '../../gateway/console/operators.ts';
 import { createDb, type Db } from '../../platform/db.ts';
 import { call, consoleDatabase, consoleInProcess, logInAs } from '../helpers/console.ts';
@@ -207,4 +212,25 @@ const outside = Object.values(os.networkInterfaces())
   t.regex(login.setCookie, /^__Host-intake_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/);
   // A client that keeps it (over HTTPS, through a proxy) sends it back under that name.
   t.is((await call(url, '/api/queues', { headers: { cookie: login.cookie } })).status, 200);
+});
+
+test.serial('job data and personal data: admins see them, read-only operators never do', async (t) => {
+  const config = testConfig(env);
+  const connection = createRedis(config, 'worker');
+  const queue = new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix });
+  opened.push({ close: async () => (await queue.obliterate({ force: true }), await queue.close(), connection.disconnect()) });
+  await queue.add('track (1 event)', { events: [{ messageId: 'm-secret', payload: '{"userId":"secret-user"}' }] }, { jobId: 'personal-1' });
+  await addOperator(db, 'reader', 'read-only', PASSWORD).catch(() => {});
+  const jobsSeenBy = async (login: { cookie: string }) => {
+    const res = await call(dashboard.url, `/api/queues?activeQueue=${EVENTS_QUEUE}&status=waiting`, { headers: { cookie: login.cookie } });
+    t.is(res.status, 200);
+    return JSON.stringify(res.json.queues.find((q: { name: string }) => q.name === EVENTS_QUEUE).jobs);
+  };
+  const admin = await jobsSeenBy(await logInAs(dashboard.url, 'alice', PASSWORD));
+  t.true(admin.includes('secret-user'), admin);
+  const reader = await jobsSeenBy(await logInAs(dashboard.url, 'reader', PASSWORD));
+  t.false(reader.includes('secret-user'), reader);
+  t.true(reader.includes(HIDDEN_JOB_DATA));
+  t.true(seesPersonalData({ dashboardPassword: '' }, { operator: { role: 'admin' } }));
+  t.false(seesPersonalData({ dashboardPassword: 'x' }, { operator: { role: 'read-only' } }));
 });
