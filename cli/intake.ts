@@ -39,6 +39,7 @@ const operators: Record<OperatorName, LazyOperator> = {
   'org features': lazy(org, 'orgFeatures'),
   'env create': lazy(env, 'envCreate'),
   'env remove': lazy(env, 'envRemove'),
+  'env list': lazy(env, 'envList'),
   'key create': lazy(key, 'keyCreate'),
   'key list': lazy(key, 'keyList'),
   'key revoke': lazy(key, 'keyRevoke'),

@@ -105,7 +105,7 @@ export async function loadQueueModules(): Promise<QueueModules> {
  * Clients for operator commands, opened lazily (most commands need only PostgreSQL). The queues
  * are there when `queues` is given; a cache invalidation loads the Redis client itself.
  */
-export function openOperator(config: Config, db: Db, queues?: QueueModules): OperatorDeps & { close(): Promise<void> } {
+export function openOperator(config: Config, db: Db, queues?: QueueModules): OperatorDeps & { close(keepDb?: boolean): Promise<void> } {
   let redisModule: RedisModule | undefined = queues;
   let redis: Redis | undefined;
   let partitions: Queue<EventBatchJob>[] | undefined;
@@ -144,11 +144,12 @@ export function openOperator(config: Config, db: Db, queues?: QueueModules): Ope
     eventsQueue: () => eventsQueues()[0],
     deadLetterQueue: () => (deadLetters ??= withQueues().createDeadLetterQueue(config, connect())),
     serviceEventsQueue: () => (serviceEvents ??= withQueues().createServiceEventsQueue(config, connect())),
-    async close() {
+    /** `keepDb`: the database client is someone else's (the dashboard's), left open. */
+    async close(keepDb = false) {
       const opened = [...(partitions ?? []), deadLetters, serviceEvents].filter((q) => q !== undefined) as Queue[];
       if (opened.length) await withQueues().closeQueues(opened, redis!);
       else redis?.disconnect();
-      await db.$disconnect();
+      if (!keepDb) await db.$disconnect();
     },
   };
 }

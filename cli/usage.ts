@@ -103,6 +103,12 @@ export const COMMANDS = {
     summary: 'remove an environment: its requests and keys answer 403 from now on; prints {"org","pathValue","removed":true}',
     notes: notifies,
   },
+  'env list': {
+    section: 'operator',
+    args: ['org-slug'],
+    options: none,
+    summary: 'the environments of an organization, Production first; prints [{"org","pathValue","key","production","removed","createdAt"}]',
+  },
   'key create': {
     section: 'operator',
     args: ['org-slug'],

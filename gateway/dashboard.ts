@@ -21,12 +21,14 @@ import type { Logger } from '../platform/logger.ts';
 import { allPartitions, closeQueues, EVENTS_QUEUE } from '../platform/queues.ts';
 import { createDeadLetterQueue, createEventsQueues, createServiceEventsQueue } from '../events/jobs.ts';
 import { createRedis } from '../platform/redis.ts';
-import { BOARD_UI, boardPage, DASHBOARD_CSP } from './live/board-page.ts';
+import { BOARD_UI, boardPage, CSRF_SCRIPT, CSRF_SCRIPT_PATH, DASHBOARD_CSP } from './live/board-page.ts';
 import { ICONS } from './live/favicon.ts';
 import { livePages } from './live/pages.ts';
-import { consoleAuth, type ConsoleAuth } from './console/auth.ts';
+import { seesPersonalData } from './live/access.ts';
+import { consoleAuth, type ConsoleAuth, type ConsoleState } from './console/auth.ts';
 import { consolePages } from './console/pages/index.ts';
 import type { LoginLimits } from './console/login-limit.ts';
+import { COPY_SCRIPT, COPY_SCRIPT_PATH, KEYS_PATH } from './console/console-paths.ts';
 
 export interface Dashboard {
   port: number;
@@ -86,13 +88,14 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   const live = livePages({ config, db, redis, eventsQueues, deadLetterQueue });
   const pages = consolePages({ config, db, redis, eventsQueues });
   const operators = consoleAuth({ db, limits: deps.loginLimits });
+  const admin = lazyConsole(config, db, log);
   // Malformed HTTP, an unknown Expect, no Host: a JSON error as on the gateway, not Node's empty body.
-  answerInJson(server, createDashboardApp({ config, queues, live, pages, probes, log, operators }).callback());
+  answerInJson(server, createDashboardApp({ config, queues, live, pages, probes, log, operators, admin: admin.api, keys: admin.pages }).callback());
 
   if (!config.dashboardPassword) {
     log.warn(
       { host: config.dashboardHost, port },
-      'dashboard is unauthenticated (DASHBOARD_PASSWORD is not set): loopback only, read-only, job data hidden; anyone on this host can see the queues',
+      'dashboard is unauthenticated (DASHBOARD_PASSWORD is not set): loopback only, read-only, job data hidden; anyone on this host can see the queues unless an operator exists (intake operator add), whose login every page then needs',
     );
   }
   log.info(
@@ -101,9 +104,52 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   );
 
   return drainable(server, port, config.shutdownTimeoutMs, async () => {
+    await admin.close();
     await closeQueues(queues, redis);
     log.info('dashboard stopped');
   });
+}
+
+/**
+ * The admin API (gateway/console/admin-api.ts) and the console's keys page (keys-page.ts), loaded
+ * with the operator commands' code on the first request to either: a dashboard nobody calls them
+ * on starts as fast as without them. The API authenticates by itself (before the operators'
+ * gate); the page sits behind the gate.
+ */
+function lazyConsole(config: Config, db: Db, log: Logger): { api: Koa.Middleware; pages: Koa.Middleware; close(): Promise<void> } {
+  type Loaded = { api: Koa.Middleware; pages: Koa.Middleware; close(): Promise<void> };
+  let loaded: Promise<Loaded> | undefined;
+  const load = async (): Promise<Loaded> => {
+    const [{ adminApi }, { keysPages }, { loadQueueModules, openOperator }] = await Promise.all([
+      import('./console/admin-api.ts'),
+      import('./console/keys-page.ts'),
+      import('../cli/operator.ts'),
+    ]);
+    // The operator commands' clients: their cache invalidations, queues and Redis, on the dashboard's database client.
+    const operator = openOperator(config, db, await loadQueueModules());
+    const api = adminApi({ db, operator, log });
+    return {
+      api: api.middleware,
+      pages: keysPages({ db, operator }),
+      async close() {
+        await api.close();
+        await operator.close(true);
+      },
+    };
+  };
+  return {
+    api: async (ctx, next) => {
+      if (ctx.path !== '/admin/api' && !ctx.path.startsWith('/admin/api/')) return next();
+      return (await (loaded ??= load())).api(ctx, next);
+    },
+    pages: async (ctx, next) => {
+      if (!ctx.path.startsWith(`${KEYS_PATH}`)) return next();
+      return (await (loaded ??= load())).pages(ctx, next);
+    },
+    close: async () => {
+      if (loaded) await (await loaded).close();
+    },
+  };
 }
 
 /**
@@ -125,7 +171,7 @@ export { isLoopback };
 /** What the dashboard shows of a job's data and return value when no password guards it. */
 export const HIDDEN_JOB_DATA = 'hidden: set DASHBOARD_PASSWORD to see job data';
 
-/** healthz, readyz, metrics and the icon (open) → login and logout → operators' sessions, or basic auth when no operator exists and a password is set → the live view (/live/…) and the console's pages (/console/…) → bull-board (UI at /, JSON API under /api). */
+/** healthz, readyz, metrics and the icon (open) → login and logout → the admin API (its own auth) → operators' sessions, or basic auth when no operator exists and a password is set → the console's pages (/console/…) → the live view (/live/…) → bull-board (UI at /, JSON API under /api). */
 function createDashboardApp(deps: {
   config: DashboardConfig;
   queues: Queue[];
@@ -135,26 +181,34 @@ function createDashboardApp(deps: {
   pages: Koa.Middleware;
   /** Operators' login, sessions and CSRF tokens (gateway/console/auth.ts). */
   operators: ConsoleAuth;
+  /** The admin API under /admin/api/ (gateway/console/admin-api.ts), with its own authentication. */
+  admin: Koa.Middleware;
+  /** The console's keys page (gateway/console/keys-page.ts), behind the same auth as the live view. */
+  keys: Koa.Middleware;
   probes: { readyz: Koa.Middleware; metrics: Koa.Middleware };
   log: Logger;
 }): Koa {
   const { config, queues, probes, log } = deps;
-  const board = new KoaAdapter();
-  const adapters = queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: config.dashboardReadOnly }));
-  if (!config.dashboardPassword) {
-    // Queues, counts, job names and states still show; the payloads (user IDs, properties) do not.
-    // bull-board runs each job it answers with (list and single job) through these formatters.
-    for (const adapter of adapters) {
-      adapter.setFormatter('data', () => HIDDEN_JOB_DATA);
-      adapter.setFormatter('returnValue', () => HIDDEN_JOB_DATA);
+  /**
+   * bull-board over the queues; `hidden`: queues, counts, job names and states still show, the
+   * payloads (user IDs, properties) do not (bull-board runs each job it answers with, list and
+   * single job, through these formatters).
+   */
+  const boardOf = (hidden: boolean) => {
+    const board = new KoaAdapter();
+    const adapters = queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: config.dashboardReadOnly }));
+    if (hidden) {
+      for (const adapter of adapters) {
+        adapter.setFormatter('data', () => HIDDEN_JOB_DATA);
+        adapter.setFormatter('returnValue', () => HIDDEN_JOB_DATA);
+      }
     }
-  }
-  createBullBoard({
-    queues: adapters,
-    serverAdapter: board,
-    options: { uiConfig: { boardTitle: 'intake queues', ...BOARD_UI } },
-  });
-  const boardPlugin = board.registerPlugin();
+    createBullBoard({ queues: adapters, serverAdapter: board, options: { uiConfig: { boardTitle: 'intake queues', ...BOARD_UI } } });
+    return board.registerPlugin();
+  };
+  // Who sees job data is the live view's rule (gateway/live/access.ts): with a password, whoever
+  // passed basic auth; once operators exist, admins and not read-only operators.
+  const boards = { shown: boardOf(false), hidden: boardOf(true) };
 
   const app = new Koa({ proxy: false });
   // Errors are logged here, once; Koa's default handler would print stacks to stderr.
@@ -169,6 +223,14 @@ function createDashboardApp(deps: {
     if (ctx.path === '/readyz') return probes.readyz(ctx, next);
     if (ctx.path === '/metrics') return probes.metrics(ctx, next);
     // The icon shows nothing of the queues, and a browser asks for it on its own.
+    // The console's two scripts hold nothing: open, like the icon.
+    const script = ctx.path === CSRF_SCRIPT_PATH ? CSRF_SCRIPT : ctx.path === COPY_SCRIPT_PATH ? COPY_SCRIPT : null;
+    if (script) {
+      ctx.type = 'application/javascript';
+      ctx.set('Cache-Control', 'public, max-age=3600');
+      ctx.body = script;
+      return;
+    }
     const icon = ICONS.get(ctx.path);
     if (icon) {
       ctx.type = icon.type;
@@ -179,14 +241,16 @@ function createDashboardApp(deps: {
     return next();
   });
   app.use(deps.operators.routes);
+  app.use(deps.admin);
   // Operators' sessions once any operator exists; until then the basic auth of DASHBOARD_PASSWORD, if set.
   app.use(deps.operators.gate(config.dashboardPassword ? basicAuth(config.dashboardUser, config.dashboardPassword) : null));
-  app.use(deps.live);
+  app.use(deps.keys);
   app.use(deps.pages);
+  app.use(deps.live);
   app.use(async (ctx, next) => {
-    await boardPlugin(ctx, next);
+    await (seesPersonalData(config, ctx.state as ConsoleState) ? boards.shown : boards.hidden)(ctx, next);
     // bull-board's page (at / and at each of its client-side routes), not its API or files.
-    if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = boardPage(ctx.body);
+    if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = boardPage(ctx.body, (ctx.state as ConsoleState).csrfToken);
   });
   return app;
 }

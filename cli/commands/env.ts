@@ -1,7 +1,7 @@
 import { isValidEnvironmentKey } from '../../environments/environment-header.ts';
 import { isValidPathValue } from '../../environments/org-slug.ts';
 import { readArgs } from '../args.ts';
-import { OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
+import { MissingError, OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
 import { uniqueAs } from './org.ts';
 
 /** env create <org-slug> <path-value> --key <environment-key> */
@@ -19,7 +19,7 @@ export async function envCreate(deps: OperatorDeps, argv: string[]) {
   if (!isValidEnvironmentKey(key))
     throw usageError(`invalid environment key ${JSON.stringify(key)}: 1-32 lowercase letters, digits or hyphens, not prod or production`);
   const org = await deps.db.organization.findUnique({ where: { slug: orgSlug } });
-  if (!org) throw new OperatorError(`organization ${orgSlug} does not exist`);
+  if (!org) throw new MissingError(`organization ${orgSlug} does not exist`);
   await deps.db.environment
     .create({ data: { organizationId: org.id, pathValue, environmentKey: key, isProduction: false } })
     .catch(uniqueAs(`path value ${pathValue} or environment key ${key} is already taken`));
@@ -36,4 +36,25 @@ export async function envRemove(deps: OperatorDeps, argv: string[]) {
   if (!env.removedAt) await deps.db.environment.update({ where: { id: env.id }, data: { removedAt: new Date() } });
   await deps.invalidateAuthCaches({ done: `environment ${pathValue} removed`, stale: 'accept its requests' });
   return { org: orgSlug, pathValue, removed: true };
+}
+
+/** env list <org-slug> */
+export async function envList(deps: OperatorDeps, argv: string[]) {
+  const [orgSlug] = readArgs(argv, 'env list').positionals;
+  return listEnvironments(deps, orgSlug);
+}
+
+/** The organization's environments, Production first (`intake env list` and the admin API). */
+export async function listEnvironments(deps: Pick<OperatorDeps, 'db'>, orgSlug: string) {
+  const org = await deps.db.organization.findUnique({ where: { slug: orgSlug }, include: { environments: true } });
+  if (!org) throw new MissingError(`organization ${orgSlug} does not exist`);
+  const environments = [...org.environments].sort((a, b) => Number(b.isProduction) - Number(a.isProduction) || a.createdAt.getTime() - b.createdAt.getTime());
+  return environments.map((e) => ({
+    org: orgSlug,
+    pathValue: e.pathValue,
+    key: e.environmentKey,
+    production: e.isProduction,
+    removed: e.removedAt !== null,
+    createdAt: e.createdAt.getTime(),
+  }));
 }

@@ -70,8 +70,9 @@ async function firstLine(input: NodeJS.ReadableStream): Promise<string> {
 
 /** Asks on stderr and reads a line from the terminal without echoing it. */
 function askHidden(input: NodeJS.ReadStream, prompt: string): Promise<string> {
-  process.stderr.write(prompt);
+  // Echo off before the prompt shows: what is typed once it shows is never echoed.
   input.setRawMode(true);
+  process.stderr.write(prompt);
   input.resume();
   input.setEncoding('utf8');
   return new Promise((resolve, reject) => {

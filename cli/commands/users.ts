@@ -35,7 +35,18 @@ async function person(deps: OperatorDeps, argv: string[], command: OperatorName)
 /** users forget <org-slug> <user-id> [--env] [--suppress] [--by]: what was removed, counted per kind. */
 export async function usersForget(deps: OperatorDeps, argv: string[]) {
   const { env, userId, values, operator } = await person(deps, argv, 'users forget');
-  const suppress = values.suppress === 'true';
+  return forgetPerson(deps, env, userId, { suppress: values.suppress === 'true', operator });
+}
+
+/** An environment as the privacy operations take it (findEnvironment's). */
+type PersonEnvironment = { id: string; pathValue: string };
+
+/**
+ * Erases a person (`intake users forget` and the admin API's forget requests): PostgreSQL first,
+ * then what Redis holds of them; `operator` is named in the audit.
+ */
+export async function forgetPerson(deps: OperatorDeps, env: PersonEnvironment, userId: string, options: { suppress: boolean; operator: string }) {
+  const { suppress, operator } = options;
   const pool = poolOf(deps.db);
   const { outboxIds, ...summary } = await forgetUser(pool, { environmentId: env.id, userId, suppress, operator, auditSecret: await readAuditSecret(pool) });
   const userIds = [userId.trim(), ...summary.joinedUserIds];
@@ -66,6 +77,11 @@ async function orNull(work: Promise<number>): Promise<number | null> {
 /** users suppress <org-slug> <user-id> [--env] [--by] */
 export async function usersSuppress(deps: OperatorDeps, argv: string[]) {
   const { env, userId, operator } = await person(deps, argv, 'users suppress');
+  return suppressPerson(deps, env, userId, operator);
+}
+
+/** Drops every later call of the user ID (`intake users suppress` and the admin API). */
+export async function suppressPerson(deps: OperatorDeps, env: PersonEnvironment, userId: string, operator: string) {
   const audit = { secret: await readAuditSecret(poolOf(deps.db)), userHash: userHashOf(userId) };
   const { at, changed } = await setSuppressed(deps.db, env.id, audit, true, operator);
   await deps.invalidateSuppressions({ done: 'user suppressed', stale: 'accept its calls (Track events are dropped by the workers)' });
@@ -75,6 +91,11 @@ export async function usersSuppress(deps: OperatorDeps, argv: string[]) {
 /** users unsuppress <org-slug> <user-id> [--env] [--by] */
 export async function usersUnsuppress(deps: OperatorDeps, argv: string[]) {
   const { env, userId, operator } = await person(deps, argv, 'users unsuppress');
+  return unsuppressPerson(deps, env, userId, operator);
+}
+
+/** Stores calls of the user ID again (`intake users unsuppress` and the admin API). */
+export async function unsuppressPerson(deps: OperatorDeps, env: PersonEnvironment, userId: string, operator: string) {
   const audit = { secret: await readAuditSecret(poolOf(deps.db)), userHash: userHashOf(userId) };
   const { changed } = await setSuppressed(deps.db, env.id, audit, false, operator);
   await deps.invalidateSuppressions({ done: 'suppression lifted', stale: 'drop its calls' });

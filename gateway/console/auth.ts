@@ -31,11 +31,15 @@ const LOOPBACK_COOKIE = 'intake_session';
 
 const FORM_LIMIT = 16_384;
 
-/** Whether a Secure cookie is needed: anything but plain HTTP to a loopback address. */
+/**
+ * Whether a Secure cookie is needed: anything but plain HTTP to a loopback address. A TLS proxy
+ * on the same host reaches the dashboard on loopback: its `X-Forwarded-Proto: https` asks for
+ * Secure too (which can only make the cookie stricter, so the header need not be trusted).
+ */
 function secureCookie(ctx: Koa.Context): boolean {
   const local = ctx.req.socket.localAddress ?? '';
   const encrypted = Boolean((ctx.req.socket as { encrypted?: boolean }).encrypted);
-  return encrypted || !isLoopback(local);
+  return encrypted || !isLoopback(local) || ctx.get('x-forwarded-proto').trim().toLowerCase() === 'https';
 }
 
 function setCookie(ctx: Koa.Context, value: string, maxAgeSeconds: number): void {

@@ -34,7 +34,7 @@ export const PAGES = [
   { path: '/live/identify', title: 'Identify calls' },
   { path: '/live/rates', title: 'Rates' },
   { path: '/live/dead-letters', title: 'Dead letters' },
-  // The console's pages (gateway/console/pages).
+  // The console's pages (gateway/console/pages, gateway/console/keys-page.ts).
   { path: '/console/events', title: 'Stored events' },
   { path: '/console/person', title: 'Person' },
   { path: '/console/keys', title: 'Keys' },

@@ -82,7 +82,7 @@ export function livePages(deps: LivePagesDeps): Koa.Middleware {
       return;
     }
     const view = {
-      personal: seesPersonalData(deps.config),
+      personal: seesPersonalData(deps.config, ctx.state as ConsoleState),
       refresh: ctx.query.refresh === '0' ? undefined : REFRESH_SECONDS,
     };
     ctx.set('Cache-Control', 'no-store');

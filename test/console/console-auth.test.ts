@@ -5,6 +5,11 @@
 // or when its operator is removed.
 import os from 'node:os';
 import test from 'ava';
+import { Queue } from 'bullmq';
+import { HIDDEN_JOB_DATA } from '../../gateway/dashboard.ts';
+import { seesPersonalData } from '../../gateway/live/access.ts';
+import { EVENTS_QUEUE } from '../../platform/queues.ts';
+import { createRedis } from '../../platform/redis.ts';
 import { addOperator } from '../../gateway/console/operators.ts';
 import { createDb, type Db } from '../../platform/db.ts';
 import { call, consoleDatabase, consoleInProcess, logInAs } from '../helpers/console.ts';
@@ -30,10 +35,14 @@ test.after.always(async () => {
 
 const html = { accept: 'text/html' };
 
-test.serial('with no operator the dashboard opens without a login', async (t) => {
+test.serial('with no operator the dashboard opens without a login, and the admin API answers 401', async (t) => {
   t.is((await call(dashboard.url, '/', { headers: html })).status, 200);
   t.is((await call(dashboard.url, '/live/events', { headers: html })).status, 200);
   t.is((await call(dashboard.url, '/api/queues')).status, 200);
+  t.false((await call(dashboard.url, '/', { headers: html })).text.includes('intake-csrf'), 'no session, no token');
+  const admin = await call(dashboard.url, '/admin/api/v1/me');
+  t.is(admin.status, 401);
+  t.deepEqual(admin.json, { error: 'Unauthorized' });
   // The login page is there, and no name and password opens anything.
   t.regex((await call(dashboard.url, '/login', { headers: html })).text, /<form method="post" action="\/login">/);
   t.is((await call(dashboard.url, '/login', { method: 'POST', headers: { accept: 'application/json' }, body: { name: 'x', password: 'y' } })).status, 401);
@@ -72,6 +81,23 @@ test.serial('login: a wrong password is refused; the right one sets an HttpOnly,
   t.is(stored.length, 1);
   t.false(stored[0].idHash.includes(login.cookie.split('=')[1]), 'only the hash of the session id is stored');
   for (const path of ['/', '/live/events', '/api/queues']) t.is((await call(dashboard.url, path, { headers: { cookie: login.cookie } })).status, 200, path);
+  // bull-board's page carries the session's CSRF token and the script that sends it with bull-board's changes.
+  const board = await call(dashboard.url, '/', { headers: { cookie: login.cookie, accept: 'text/html' } });
+  t.true(board.text.includes(`<meta name="intake-csrf" content="${login.csrfToken}"><script src="/console/csrf.js"></script>`));
+  const script = await call(dashboard.url, '/console/csrf.js');
+  t.is(script.status, 200);
+  t.regex(script.headers.get('content-type') ?? '', /^application\/javascript/);
+  t.regex(script.text, /X-CSRF-Token/);
+  const me = await call(dashboard.url, '/admin/api/v1/me', { headers: { cookie: login.cookie } });
+  t.deepEqual(me.json, { name: 'alice', role: 'admin', csrfToken: login.csrfToken });
+
+  // Behind a TLS proxy on this host (which reaches the dashboard on loopback), Secure as well.
+  const proxied = await call(dashboard.url, '/login', {
+    method: 'POST',
+    headers: { accept: 'application/json', 'x-forwarded-proto': 'https' },
+    body: { name: 'alice', password: PASSWORD },
+  });
+  t.regex(proxied.headers.get('set-cookie') ?? '', /^__Host-intake_session=[A-Za-z0-9_-]{43}; .*; Secure$/);
 
   // The login form: a 303 to where the browser was going (a path of this dashboard only).
   const form = (next: string) =>
@@ -133,6 +159,7 @@ test.serial('logout needs the CSRF token and ends the session', async (t) => {
   t.is(out.headers.get('location'), '/login');
   t.regex(out.headers.get('set-cookie') ?? '', /^intake_session=; .*Max-Age=0/);
   t.is((await call(dashboard.url, '/api/queues', { headers: { cookie: login.cookie } })).status, 401);
+  t.is((await call(dashboard.url, '/admin/api/v1/me', { headers: { cookie: login.cookie } })).status, 401);
 });
 
 test.serial('failed logins are limited per name: past 5, even the right password waits', async (t) => {
@@ -159,14 +186,18 @@ test.serial('failed logins are limited per address, whatever the names', async (
   t.is((await attempt('alice', PASSWORD)).status, 429);
 });
 
-test.serial('removing an operator ends its sessions at once', async (t) => {
+test.serial('removing an operator ends its sessions and its tokens at once', async (t) => {
   await addOperator(db, 'carol', 'admin', PASSWORD);
   const login = await logInAs(dashboard.url, 'carol', PASSWORD);
-  await intake(env, ['operator', 'token', 'carol']);
+  const token = await intake(env, ['operator', 'token', 'carol']);
+  const bearer = { authorization: `Bearer ${JSON.parse(token.stdout).token}` };
+  t.is((await call(dashboard.url, '/admin/api/v1/me', { headers: bearer })).status, 200);
   t.is((await call(dashboard.url, '/api/queues', { headers: { cookie: login.cookie } })).status, 200);
   const removed = await intake(env, ['operator', 'remove', 'carol']);
   t.like(JSON.parse(removed.stdout), { removed: true, sessionsRevoked: 1, tokensRevoked: 1 });
   t.is((await call(dashboard.url, '/api/queues', { headers: { cookie: login.cookie } })).status, 401);
+  t.is((await call(dashboard.url, '/admin/api/v1/me', { headers: bearer })).status, 401);
+  t.is((await call(dashboard.url, '/admin/api/v1/me', { headers: { cookie: login.cookie } })).status, 401);
 });
 
 const outside = Object.values(os.networkInterfaces())
@@ -181,4 +212,25 @@ const outside = Object.values(os.networkInterfaces())
   t.regex(login.setCookie, /^__Host-intake_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/);
   // A client that keeps it (over HTTPS, through a proxy) sends it back under that name.
   t.is((await call(url, '/api/queues', { headers: { cookie: login.cookie } })).status, 200);
+});
+
+test.serial('job data and personal data: admins see them, read-only operators never do', async (t) => {
+  const config = testConfig(env);
+  const connection = createRedis(config, 'worker');
+  const queue = new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix });
+  opened.push({ close: async () => (await queue.obliterate({ force: true }), await queue.close(), connection.disconnect()) });
+  await queue.add('track (1 event)', { events: [{ messageId: 'm-secret', payload: '{"userId":"secret-user"}' }] }, { jobId: 'personal-1' });
+  await addOperator(db, 'reader', 'read-only', PASSWORD).catch(() => {});
+  const jobsSeenBy = async (login: { cookie: string }) => {
+    const res = await call(dashboard.url, `/api/queues?activeQueue=${EVENTS_QUEUE}&status=waiting`, { headers: { cookie: login.cookie } });
+    t.is(res.status, 200);
+    return JSON.stringify(res.json.queues.find((q: { name: string }) => q.name === EVENTS_QUEUE).jobs);
+  };
+  const admin = await jobsSeenBy(await logInAs(dashboard.url, 'alice', PASSWORD));
+  t.true(admin.includes('secret-user'), admin);
+  const reader = await jobsSeenBy(await logInAs(dashboard.url, 'reader', PASSWORD));
+  t.false(reader.includes('secret-user'), reader);
+  t.true(reader.includes(HIDDEN_JOB_DATA));
+  t.true(seesPersonalData({ dashboardPassword: '' }, { operator: { role: 'admin' } }));
+  t.false(seesPersonalData({ dashboardPassword: 'x' }, { operator: { role: 'read-only' } }));
 });

@@ -1,6 +1,7 @@
 // `intake operator add/remove/list/token/audit` as an operator runs them: one JSON document on
 // stdout, one line on stderr and exit 1 (or 2 for a usage mistake), the password read from stdin
 // and stored only as a salted scrypt hash, the token printed once and stored hashed.
+import { spawn } from 'node:child_process';
 import test from 'ava';
 import { createDb, type Db } from '../../platform/db.ts';
 import { verifyPassword } from '../../gateway/console/operators.ts';
@@ -100,4 +101,51 @@ test.serial('a password line ending in CRLF is read without its line ending', as
   t.is(run.code, 0, run.stderr);
   const dave = await db.operator.findUniqueOrThrow({ where: { name: 'dave' } });
   t.true(await verifyPassword(PASSWORD, dave.passwordHash));
+});
+
+test('env list prints the environments of an organization, Production first', async (t) => {
+  const slug = `envs-${Date.now().toString(36)}`;
+  t.is((await intake(env, ['org', 'create', slug])).code, 0);
+  t.is((await intake(env, ['env', 'create', slug, `${slug}_staging`, '--key', 'staging'])).code, 0);
+  const listed = await intake(env, ['env', 'list', slug]);
+  t.is(listed.code, 0, listed.stderr);
+  t.deepEqual(
+    JSON.parse(listed.stdout).map((e: { pathValue: string; key: string; production: boolean; removed: boolean }) => [
+      e.pathValue,
+      e.key,
+      e.production,
+      e.removed,
+    ]),
+    [
+      [slug, 'prod', true, false],
+      [`${slug}_staging`, 'staging', false, false],
+    ],
+  );
+  const missing = await intake(env, ['env', 'list', 'no-such-org']);
+  t.is(missing.code, 1);
+  t.is(missing.stderr, 'intake: organization no-such-org does not exist\n');
+});
+
+test('on a terminal, add asks for the password twice without echoing it', async (t) => {
+  // `script` runs the command on a pseudo-terminal and passes this test's writes to it as typing.
+  const command = `${JSON.stringify(process.execPath)} bin/intake.js operator add erin --role read-only`;
+  const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  const typed = new Set<string>();
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    for (const prompt of ['password: ', 'again: ']) {
+      if (out.includes(prompt) && !typed.has(prompt)) {
+        typed.add(prompt);
+        child.stdin.write(`${PASSWORD}\r`);
+      }
+    }
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  t.is(code, 0, out);
+  t.deepEqual([...typed], ['password: ', 'again: ']);
+  t.false(out.includes(PASSWORD), out);
+  t.regex(out, /"name":"erin","role":"read-only"/);
+  const erin = await db.operator.findUniqueOrThrow({ where: { name: 'erin' } });
+  t.true(await verifyPassword(PASSWORD, erin.passwordHash));
 });

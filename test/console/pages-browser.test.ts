@@ -124,9 +124,10 @@ test('an operator logs in, finds the event just sent, reads its payload and open
 
   // Keys and environments, from the navigation bar.
   await Promise.all([page.waitForURL(/\/console\/keys$/), page.click('.intake-nav a[href="/console/keys"]')]);
-  await Promise.all([page.waitForURL(/\/console\/keys\?org=/), page.click(`a[href="/console/keys?org=${tenant.slug}"]`)]);
+  await page.selectOption('select[name="org"]', tenant.slug);
+  await Promise.all([page.waitForURL(/\/console\/keys\?org=/), page.click('form.filter button[type="submit"]')]);
   const keys = await page.locator('main').innerText();
-  t.true(keys.includes(`…${tenant.suffix}`));
+  t.true(keys.includes(tenant.suffix));
   t.false(keys.includes(tenant.key));
   await page.screenshot({ path: path.join(SHOTS, 'console-keys.png'), fullPage: true });
   await page.close();

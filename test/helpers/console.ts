@@ -97,6 +97,7 @@ export async function consoleDatabase(suffix: string): Promise<string> {
   try {
     await db.operator.deleteMany();
     await db.consoleAudit.deleteMany();
+    await db.privacyRequest.deleteMany();
   } finally {
     await db.$disconnect();
   }

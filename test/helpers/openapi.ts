@@ -63,7 +63,8 @@ export function isEndpointPath(requestPath: string): boolean {
   return ENDPOINTS.test(requestPath.split('?')[0]);
 }
 
-export function loadApiChecker(file = OPENAPI_PATH): ApiChecker {
+/** `endpoints`: the request paths the document describes (others are not checked: check() gives null). */
+export function loadApiChecker(file = OPENAPI_PATH, endpoints: RegExp = ENDPOINTS): ApiChecker {
   const document = parse(readFileSync(file, 'utf8')) as Json;
   // The whole document is one schema resource, so `#/components/...` refs inside schemas
   // resolve; OpenAPI's own keywords (paths, info…) are unknown keywords to ajv (strict off).
@@ -109,7 +110,7 @@ export function loadApiChecker(file = OPENAPI_PATH): ApiChecker {
     },
     check(reply) {
       const pathname = reply.path.split('?')[0];
-      if (!ENDPOINTS.test(pathname)) return null;
+      if (!endpoints.test(pathname)) return null;
       const method = reply.method.toLowerCase();
       const matched = templates.find((t) => t.regex.test(pathname));
       const operation = matched && method in document.paths[matched.template] ? `${reply.method.toUpperCase()} ${matched.template}` : 'unmatched';

@@ -1,5 +1,5 @@
 // The console's pages under /console (docs/operations.md, "Console pages"): stored events and
-// one event (events.ts), a person (person.ts), keys and environments (keys.ts). They sit behind
+// one event (events.ts), a person (person.ts); keys and environments are keys-page.ts's. They sit behind
 // the dashboard's gate like the live view and bull-board (gateway/dashboard.ts): an operator's
 // session once any operator exists, else DASHBOARD_PASSWORD's basic auth when set, else loopback
 // and personal data hidden (access.ts). Server-rendered: see view.ts for why.
@@ -11,7 +11,7 @@ import type { EventBatchJob } from '../../../events/jobs.ts';
 import type { Redis } from '../../../platform/redis.ts';
 import { createJobDigests, type JobDigests } from '../../live/job-digests.ts';
 import { eventPage, eventsPage, EVENT_PATH, EVENTS_PATH } from './events.ts';
-import { keyAction501, keysPage, KEY_ACTIONS_PATH, KEYS_PATH } from './keys.ts';
+import { KEYS_PATH } from '../console-paths.ts';
 import { personAction, personPage, PERSON_ACTIONS_PATH, PERSON_PATH } from './person.ts';
 
 export interface PagesDeps {
@@ -26,7 +26,7 @@ export interface PagesDeps {
 const QUEUED_BYTES_PER_READ = 16 * 1_048_576;
 const QUEUED_HEADS_BYTES = 4 * 1_048_576;
 
-/** The paths of the pages, for the tests that try each without a session. */
+/** The paths of the pages (the keys page's too), for the tests that try each without a session. */
 export const CONSOLE_PAGES = [EVENTS_PATH, EVENT_PATH, PERSON_PATH, KEYS_PATH] as const;
 
 /** GET /console/… pages, and the action forms' POSTs; anything else goes on. */
@@ -41,12 +41,10 @@ export function consolePages(deps: { config: PagesDeps['config']; db: Db; redis:
     [EVENTS_PATH]: eventsPage,
     [EVENT_PATH]: eventPage,
     [PERSON_PATH]: personPage,
-    [KEYS_PATH]: keysPage,
   };
   return async function console(ctx, next) {
     if (ctx.path === '/console' || ctx.path === '/console/') return ctx.redirect(EVENTS_PATH);
     if (ctx.path.startsWith(PERSON_ACTIONS_PATH)) return personAction(pages, ctx, ctx.path.slice(PERSON_ACTIONS_PATH.length));
-    if (ctx.path.startsWith(KEY_ACTIONS_PATH)) return keyAction501(pages, ctx, ctx.path.slice(KEY_ACTIONS_PATH.length));
     const route = routes[ctx.path];
     if (!route) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
