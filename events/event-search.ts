@@ -53,15 +53,19 @@ export interface EventSearch {
   scan?: number;
 }
 
-/** One row of the events list (no payload). */
-export interface ListedEvent {
-  key: EventKey;
+/** What every view of a stored event names. */
+interface StoredEventHead {
   messageId: string;
   event: string;
   userId: string | null;
   anonymousId: string | null;
   status: 'processed' | 'failed';
   receivedAt: number;
+}
+
+/** One row of the events list (no payload). */
+export interface ListedEvent extends StoredEventHead {
+  key: EventKey;
   error: string | null;
 }
 
@@ -178,14 +182,8 @@ export function parseEventKey(text: unknown): EventKey | undefined {
 }
 
 /** One stored event as its page shows it. */
-export interface EventDetail {
+export interface EventDetail extends StoredEventHead {
   id: string;
-  messageId: string;
-  event: string;
-  userId: string | null;
-  anonymousId: string | null;
-  status: 'processed' | 'failed';
-  receivedAt: number;
   timestamp: number;
   processedAt: number;
   /** The stored JSON text, exactly as accepted. */

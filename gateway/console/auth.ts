@@ -70,7 +70,8 @@ function crossSite(ctx: Koa.Context): boolean {
   return !sameOrigin({ origin, 'sec-fetch-site': site, host: ctx.get('host') });
 }
 
-function readBody(req: NodeJS.ReadableStream, limit: number): Promise<string> {
+/** A form's or a small JSON body's text, up to `limit` characters (413 past it). */
+export function readBody(req: NodeJS.ReadableStream, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
     let body = '';
     req.setEncoding('utf8');

@@ -178,3 +178,8 @@ export function readString(text: string, start: number): { value: string; whole:
     }
   }
 }
+
+/** What tells a queued event from another: its messageId, or its hash where the head holds only the start of a long one. A retried enqueue queues it twice. */
+export function headIdentity(head: EventHead): string {
+  return head.messageId.whole ? `=${head.messageId.value}` : `#${head.messageId.hash ?? head.messageId.value}`;
+}

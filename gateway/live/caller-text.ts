@@ -6,7 +6,8 @@
 // a JSON string would use (`\u202E`), so the viewer sees that it is there and which it is.
 
 /** C0, DEL, C1, the bidi controls (ALM, LRM, RLM, LRE…RLO, LRI…PDI) and unpaired surrogates. */
-const UNSHOWABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const UNSHOWABLE =
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** `\u202E` for U+202E: what the live view shows in place of an unshowable character. */
 export function escapeCode(char: string): string {

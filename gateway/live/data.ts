@@ -9,8 +9,8 @@ import { identifyCallsKey, LIVE_ROUTES, minuteOf, ratesKey, type LiveRoute } fro
 import type { DeadLetterJob, EventBatchJob } from '../../events/jobs.ts';
 import type { Redis } from '../../platform/redis.ts';
 import { recentEvents, type RecentEvent } from '../../events/event-store.ts';
-import { fieldIs, type EventHead, type HeadField } from './batch-digest.ts';
-import type { JobDigests, Listing } from './job-digests.ts';
+import { fieldIs, headIdentity, type EventHead, type HeadField } from './batch-digest.ts';
+import { unreadOf, type JobDigests, type Listing } from './job-digests.ts';
 
 export interface EnvironmentChoice {
   id: string;
@@ -83,19 +83,14 @@ export async function environmentEvents(
       if (head.environmentId !== environmentId) continue;
       if (filter.messageId !== undefined && !fieldIs(head.messageId, filter.messageId)) continue;
       if (filter.userId !== undefined && !fieldIs(head.userId, filter.userId) && !fieldIs(head.anonymousId, filter.userId)) continue;
-      const id = head.messageId.whole ? `=${head.messageId.value}` : `#${head.messageId.hash ?? head.messageId.value}`;
+      const id = headIdentity(head);
       if (seen.has(id) || isStored(head.messageId)) continue;
       seen.add(id);
       shown.push(head);
     }
   }
-  const unread = { jobs: 0, bytes: 0 };
-  for (const listing of perPartition) {
-    unread.jobs += listing.unread.jobs;
-    unread.bytes += listing.unread.bytes;
-  }
   const events = [...shown.map(fromHead), ...stored].sort((a, b) => b.receivedAt - a.receivedAt).slice(0, limit);
-  return { events, unread };
+  return { events, unread: unreadOf(perPartition) };
 }
 
 export interface IdentifyCallView {

@@ -136,3 +136,13 @@ function keptBytes(cacheKey: string, heads: EventHead[]): number {
   }
   return bytes;
 }
+
+/** The jobs the listings left unread, added up. */
+export function unreadOf(listings: Listing[]): { jobs: number; bytes: number } {
+  const unread = { jobs: 0, bytes: 0 };
+  for (const l of listings) {
+    unread.jobs += l.unread.jobs;
+    unread.bytes += l.unread.bytes;
+  }
+  return unread;
+}

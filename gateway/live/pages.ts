@@ -13,7 +13,7 @@ import { retryFailedEvent } from '../../events/dead-letter-retry.ts';
 import { LIVE_ROUTES, liveKeyPrefix } from '../../platform/live-keys.ts';
 import type { DeadLetterJob, EventBatchJob } from '../../events/jobs.ts';
 import type { Redis } from '../../platform/redis.ts';
-import type { ConsoleState } from '../console/auth.ts';
+import { readBody, type ConsoleState } from '../console/auth.ts';
 import { sameOrigin, seesPersonalData } from './access.ts';
 import {
   answerRates,
@@ -295,17 +295,4 @@ async function retry(deps: Reads, ctx: Koa.Context) {
   const messageId = event.messageId;
   ctx.status = 303;
   ctx.redirect(`/live/dead-letters?retried=${encodeURIComponent(messageId)}`);
-}
-
-function readBody(req: NodeJS.ReadableStream, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => {
-      body += chunk;
-      if (body.length > limit) reject(Object.assign(new Error('form too large'), { status: 413, expose: true }));
-    });
-    req.once('end', () => resolve(body));
-    req.once('error', reject);
-  });
 }

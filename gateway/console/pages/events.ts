@@ -108,14 +108,7 @@ async function results(
     before?: ReturnType<typeof parseEventKey>;
   },
 ): Promise<string> {
-  const who = (e: { userId: string | null; anonymousId: string | null }) =>
-    !personal
-      ? HIDDEN
-      : e.userId !== null
-        ? personLink(env.pathValue, e.userId, mono(e.userId))
-        : e.anonymousId !== null
-          ? `${mono(e.anonymousId)} <span class="note">(anonymous)</span>`
-          : '';
+  const who = (e: { userId: string | null; anonymousId: string | null }) => whoCell(personal, env.pathValue, e);
   const search: EventSearch = {
     environmentId: env.id,
     event: f.name,
@@ -217,13 +210,7 @@ async function oneEvent(deps: PagesDeps, ctx: Koa.Context, env: EnvironmentChoic
       `<p class="note">Queued: a worker has not stored it yet. Its payload shows here once stored (the queue's copy stays in Redis).</p>`
     );
   }
-  const user = !personal
-    ? HIDDEN
-    : e.userId !== null
-      ? personLink(env.pathValue, e.userId, mono(e.userId))
-      : e.anonymousId !== null
-        ? `${mono(e.anonymousId)} <span class="note">(anonymous)</span>`
-        : '';
+  const user = whoCell(personal, env.pathValue, e);
   const worker = [
     e.status === 'processed' ? `stored at ${when(e.processedAt)}` : `refused at ${when(e.processedAt)}`,
     // drives_journeys: a userId and within the journey limits (events/journey-limits.ts); journeys_at: a published journey used its name.
@@ -257,4 +244,11 @@ async function oneEvent(deps: PagesDeps, ctx: Koa.Context, env: EnvironmentChoic
     `<h2>Stored JSON</h2>` +
     (personal ? jsonBlock(e.payload) : `<p class="note">${HIDDEN}: ${esc(hiddenWhy(ctx))}.</p>`)
   );
+}
+
+/** Who an event is of: the user ID linking to the person's page, or the anonymous ID; hidden where personal data is. */
+function whoCell(personal: boolean, pathValue: string, e: { userId: string | null; anonymousId: string | null }): string {
+  if (!personal) return HIDDEN;
+  if (e.userId !== null) return personLink(pathValue, e.userId, mono(e.userId));
+  return e.anonymousId !== null ? `${mono(e.anonymousId)} <span class="note">(anonymous)</span>` : '';
 }

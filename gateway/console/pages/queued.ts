@@ -3,8 +3,8 @@
 // each job's heads once, at most a budget of bytes per read; properties never leave Redis).
 import type { Queue } from 'bullmq';
 import type { EventBatchJob } from '../../../events/jobs.ts';
-import { fieldIs, type EventHead } from '../../live/batch-digest.ts';
-import type { JobDigests, Listing } from '../../live/job-digests.ts';
+import { fieldIs, headIdentity, type EventHead } from '../../live/batch-digest.ts';
+import { unreadOf, type JobDigests, type Listing } from '../../live/job-digests.ts';
 
 /** Queued batch jobs of each state and partition a read looks through. */
 const QUEUED_JOBS_READ = 100;
@@ -35,16 +35,11 @@ export async function queuedEvents(
       if (filter.userId !== undefined && !fieldIs(head.userId, filter.userId) && !fieldIs(head.userId, filter.userId.trim())) continue;
       if (filter.anonymousId !== undefined && !fieldIs(head.anonymousId, filter.anonymousId)) continue;
       // Queued twice (a retried enqueue): shown once.
-      const id = head.messageId.whole ? `=${head.messageId.value}` : `#${head.messageId.hash ?? head.messageId.value}`;
+      const id = headIdentity(head);
       if (seen.has(id)) continue;
       seen.add(id);
       events.push(head);
     }
   }
-  const unread = { jobs: 0, bytes: 0 };
-  for (const l of listings) {
-    unread.jobs += l.unread.jobs;
-    unread.bytes += l.unread.bytes;
-  }
-  return { events: events.sort((a, b) => b.receivedAt - a.receivedAt).slice(0, limit), unread };
+  return { events: events.sort((a, b) => b.receivedAt - a.receivedAt).slice(0, limit), unread: unreadOf(listings) };
 }
