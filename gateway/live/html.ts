@@ -141,3 +141,15 @@ export function linePlot(series: Series[], labels: string[], unit: string): stri
     .join('');
   return `<svg role="img" aria-label="${esc(unit)}" viewBox="0 0 ${width} ${height}" width="100%" style="background:#fff;box-shadow:0 1px 2px #0001">${grid}${ticks}${lines}<text x="${left}" y="16">${esc(unit)}</text></svg>`;
 }
+
+/** A page answers GET (and HEAD) only, as HTML never cached: false once it has answered 405 to another method. */
+export function startPage(ctx: { method: string; status: number; type: string; set(field: string, value: string): void }): boolean {
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+    ctx.status = 405;
+    ctx.set('Allow', 'GET');
+    return false;
+  }
+  ctx.set('Cache-Control', 'no-store');
+  ctx.type = 'html';
+  return true;
+}

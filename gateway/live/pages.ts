@@ -26,7 +26,7 @@ import {
   type EventFilter,
   type Unread,
 } from './data.ts';
-import { callerText, esc, HIDDEN, linePlot, mono, page, pill, table, when } from './html.ts';
+import { callerText, esc, HIDDEN, linePlot, mono, page, pill, startPage, table, when } from './html.ts';
 import { createJobDigests, type JobDigests } from './job-digests.ts';
 import { createSharedReads, type SharedReads } from './shared-read.ts';
 
@@ -76,17 +76,11 @@ export function livePages(deps: LivePagesDeps): Koa.Middleware {
     if (ctx.path === '/live/dead-letters/retry') return retry(reads, ctx);
     const route = routes[ctx.path];
     if (!route) return next();
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.status = 405;
-      ctx.set('Allow', 'GET');
-      return;
-    }
+    if (!startPage(ctx)) return;
     const view = {
       personal: seesPersonalData(deps.config, ctx.state as ConsoleState),
       refresh: ctx.query.refresh === '0' ? undefined : REFRESH_SECONDS,
     };
-    ctx.set('Cache-Control', 'no-store');
-    ctx.type = 'html';
     await route(ctx, view);
   };
 }

@@ -9,6 +9,7 @@ import type { Config } from '../../../platform/config.ts';
 import type { Db } from '../../../platform/db.ts';
 import type { EventBatchJob } from '../../../events/jobs.ts';
 import type { Redis } from '../../../platform/redis.ts';
+import { startPage } from '../../live/html.ts';
 import { createJobDigests, type JobDigests } from '../../live/job-digests.ts';
 import { eventPage, eventsPage, EVENT_PATH, EVENTS_PATH } from './events.ts';
 import { KEYS_PATH } from '../console-paths.ts';
@@ -47,13 +48,7 @@ export function consolePages(deps: { config: PagesDeps['config']; db: Db; redis:
     if (ctx.path.startsWith(PERSON_ACTIONS_PATH)) return personAction(pages, ctx, ctx.path.slice(PERSON_ACTIONS_PATH.length));
     const route = routes[ctx.path];
     if (!route) return next();
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.status = 405;
-      ctx.set('Allow', 'GET');
-      return;
-    }
-    ctx.set('Cache-Control', 'no-store');
-    ctx.type = 'html';
+    if (!startPage(ctx)) return;
     await route(pages, ctx);
   };
 }
