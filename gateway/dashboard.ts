@@ -113,10 +113,10 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
 
 /**
  * The admin API (gateway/console/admin-api.ts), the console's keys page (keys-page.ts) and the
- * person page's actions with their privacy requests' pages (person-actions.ts), loaded
- * with the operator commands' code on the first request to any of them: a dashboard nobody calls them
- * on starts as fast as without them. The API authenticates by itself (before the operators'
- * gate); the page sits behind the gate.
+ * person page's actions with their privacy requests' pages (person-actions.ts), loaded with the
+ * operator commands' code on the first request to any of them: a dashboard nobody calls them on
+ * starts as fast as without them. The API authenticates by itself (before the operators' gate);
+ * the pages sit behind the gate. The API and the actions share one PrivacyRequests.
  */
 function lazyConsole(config: Config, db: Db, log: Logger): { api: Koa.Middleware; pages: Koa.Middleware; close(): Promise<void> } {
   type Loaded = { api: Koa.Middleware; pages: Koa.Middleware; close(): Promise<void> };
