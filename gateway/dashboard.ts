@@ -22,13 +22,14 @@ import { allPartitions, closeQueues, EVENTS_QUEUE } from '../platform/queues.ts'
 import { createDeadLetterQueue, createEventsQueues, createServiceEventsQueue } from '../events/jobs.ts';
 import { createRedis } from '../platform/redis.ts';
 import { BOARD_UI, boardPage, CSRF_SCRIPT, CSRF_SCRIPT_PATH, DASHBOARD_CSP } from './live/board-page.ts';
+import { sessionBar } from './live/html.ts';
 import { ICONS } from './live/favicon.ts';
 import { livePages } from './live/pages.ts';
 import { seesPersonalData } from './live/access.ts';
 import { consoleAuth, type ConsoleAuth, type ConsoleState } from './console/auth.ts';
 import { consolePages } from './console/pages/index.ts';
 import type { LoginLimits } from './console/login-limit.ts';
-import { COPY_SCRIPT, COPY_SCRIPT_PATH, KEYS_PATH } from './console/console-paths.ts';
+import { COPY_SCRIPT, COPY_SCRIPT_PATH, KEYS_PATH, PERSON_ACTIONS_PATH, PRIVACY_REQUESTS_PATH } from './console/console-paths.ts';
 
 export interface Dashboard {
   port: number;
@@ -111,28 +112,36 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
 }
 
 /**
- * The admin API (gateway/console/admin-api.ts) and the console's keys page (keys-page.ts), loaded
- * with the operator commands' code on the first request to either: a dashboard nobody calls them
- * on starts as fast as without them. The API authenticates by itself (before the operators'
- * gate); the page sits behind the gate.
+ * The admin API (gateway/console/admin-api.ts), the console's keys page (keys-page.ts) and the
+ * person page's actions with their privacy requests' pages (person-actions.ts), loaded with the
+ * operator commands' code on the first request to any of them: a dashboard nobody calls them on
+ * starts as fast as without them. The API authenticates by itself (before the operators' gate);
+ * the pages sit behind the gate. The API and the actions share one PrivacyRequests.
  */
 function lazyConsole(config: Config, db: Db, log: Logger): { api: Koa.Middleware; pages: Koa.Middleware; close(): Promise<void> } {
   type Loaded = { api: Koa.Middleware; pages: Koa.Middleware; close(): Promise<void> };
   let loaded: Promise<Loaded> | undefined;
   const load = async (): Promise<Loaded> => {
-    const [{ adminApi }, { keysPages }, { loadQueueModules, openOperator }] = await Promise.all([
+    const [{ adminApi }, { keysPages }, { personActions }, { createPrivacyRequests }, { loadQueueModules, openOperator }] = await Promise.all([
       import('./console/admin-api.ts'),
       import('./console/keys-page.ts'),
+      import('./console/person-actions.ts'),
+      import('./console/privacy-requests.ts'),
       import('../cli/operator.ts'),
     ]);
     // The operator commands' clients: their cache invalidations, queues and Redis, on the dashboard's database client.
     const operator = openOperator(config, db, await loadQueueModules());
-    const api = adminApi({ db, operator, log });
+    // One set of privacy requests for the API and the person page: an export is downloaded from the process that made it.
+    const requests = createPrivacyRequests({ db, operator, log });
+    const api = adminApi({ db, operator, log, requests });
+    const keys = keysPages({ db, operator });
+    const actions = personActions({ db, requests });
     return {
       api: api.middleware,
-      pages: keysPages({ db, operator }),
+      pages: (ctx, next) => (ctx.path.startsWith(KEYS_PATH) ? keys(ctx, next) : actions(ctx, next)),
       async close() {
         await api.close();
+        await requests.close();
         await operator.close(true);
       },
     };
@@ -143,7 +152,7 @@ function lazyConsole(config: Config, db: Db, log: Logger): { api: Koa.Middleware
       return (await (loaded ??= load())).api(ctx, next);
     },
     pages: async (ctx, next) => {
-      if (!ctx.path.startsWith(`${KEYS_PATH}`)) return next();
+      if (!ctx.path.startsWith(KEYS_PATH) && !ctx.path.startsWith(PERSON_ACTIONS_PATH) && !ctx.path.startsWith(`${PRIVACY_REQUESTS_PATH}/`)) return next();
       return (await (loaded ??= load())).pages(ctx, next);
     },
     close: async () => {
@@ -244,6 +253,13 @@ function createDashboardApp(deps: {
   app.use(deps.admin);
   // Operators' sessions once any operator exists; until then the basic auth of DASHBOARD_PASSWORD, if set.
   app.use(deps.operators.gate(config.dashboardPassword ? basicAuth(config.dashboardUser, config.dashboardPassword) : null));
+  // Every page's bar: the signed-in operator and a Log out button (none without a session).
+  app.use(async (ctx, next) => {
+    await next();
+    if (typeof ctx.body !== 'string' || !ctx.response.is('html')) return;
+    const { operator, csrfToken } = ctx.state as ConsoleState;
+    ctx.body = sessionBar(ctx.body, operator && csrfToken ? { name: operator.name, role: operator.role, csrfToken } : null);
+  });
   app.use(deps.keys);
   app.use(deps.pages);
   app.use(deps.live);

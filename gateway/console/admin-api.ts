@@ -15,7 +15,7 @@ import { listEnvironments } from '../../cli/commands/env.ts';
 import { findEnvironment, findLiveEnvironment, MissingError, OperatorError, type OperatorDeps } from '../../cli/operator.ts';
 import { refuse, sessionOf, unauthorized, type ConsoleState } from './auth.ts';
 import { auditChange, csrfMatches, csrfTokenOf, listConsoleAudit, operatorOfToken, type SignedIn } from './operators.ts';
-import { createPrivacyRequests, PRIVACY_ACTIONS, type PrivacyAction } from './privacy-requests.ts';
+import { createPrivacyRequests, exportDocument, PRIVACY_ACTIONS, type PrivacyAction, type PrivacyRequests } from './privacy-requests.ts';
 
 export const ADMIN_API_PREFIX = '/admin/api/';
 const V1 = '/admin/api/v1';
@@ -73,14 +73,19 @@ async function readJson(ctx: Koa.Context): Promise<Record<string, unknown>> {
   return parsed as Record<string, unknown>;
 }
 
-export function adminApi(deps: { db: Db; operator: OperatorDeps; log: Logger }): {
+/**
+ * The API's routes. `requests`: the privacy requests it shares with the console's person page
+ * (their exports are kept by the object that ran them), closed by whoever made it; without it the
+ * API makes its own and closes it.
+ */
+export function adminApi(deps: { db: Db; operator: OperatorDeps; log: Logger; requests?: PrivacyRequests }): {
   middleware: Koa.Middleware;
   /** Every route as `METHOD path-template` (docs/admin-openapi.yaml describes each). */
   operations: string[];
   close(): Promise<void>;
 } {
   const { db, operator, log } = deps;
-  const requests = createPrivacyRequests({ db, operator, log });
+  const requests = deps.requests ?? createPrivacyRequests({ db, operator, log });
 
   /** The environment `{env}` (a path value; Production's is the organization's slug) of `{org}`. */
   const environment = (params: Record<string, string>, live = false) => (live ? findLiveEnvironment : findEnvironment)(db, params.org, params.env);
@@ -132,11 +137,7 @@ export function adminApi(deps: { db: Db; operator: OperatorDeps; log: Logger }):
     route('GET', '/privacy-requests/{id}/export', false, async (ctx, params, caller) => {
       // The document is the person's data: admins only.
       if (caller.operator.role !== 'admin') return refuse(ctx, 403, 'Forbidden: a read-only operator sees no personal data');
-      const request = await requests.get(params.id);
-      if (!request || request.action !== 'export') throw new MissingError(`no export request ${params.id}`);
-      if (request.status !== 'succeeded') throw new OperatorError(`the export is ${request.status}`);
-      const file = await requests.exportFile(params.id);
-      if (!file) throw new MissingError(`the document of export ${params.id} is no longer kept (or another dashboard process made it)`);
+      const file = await exportDocument(requests, params.id);
       ctx.type = 'application/json';
       ctx.set('Cache-Control', 'no-store');
       ctx.set('Content-Disposition', `attachment; filename="export-${params.id}.json"`);
@@ -188,7 +189,7 @@ export function adminApi(deps: { db: Db; operator: OperatorDeps; log: Logger }):
       throw err;
     }
   };
-  return { middleware, operations: routes.map((r) => r.operation), close: () => requests.close() };
+  return { middleware, operations: routes.map((r) => r.operation), close: async () => (deps.requests ? undefined : requests.close()) };
 }
 
 function wholeQuery(value: unknown, min: number, max: number, fallback: number, name: string): number {

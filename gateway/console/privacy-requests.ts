@@ -16,6 +16,7 @@ import { forgetPerson, suppressPerson, unsuppressPerson } from '../../cli/comman
 import type { OperatorDeps } from '../../cli/operator.ts';
 import { auditHashHex, readAuditSecret } from '../../privacy/audit.ts';
 import { exportPerson } from '../../privacy/person-export.ts';
+import { MissingError, OperatorError } from '../../cli/operator.ts';
 import { userHashOf } from '../../profiles/person.ts';
 import { auditChange, type SignedIn } from './operators.ts';
 
@@ -196,4 +197,18 @@ export function createPrivacyRequests(deps: { db: Db; operator: OperatorDeps; lo
       if (folder) await rm(await folder, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The file of export request `id`'s document, for an admin's download (the admin API's and the
+ * console's): MissingError when there is no such export or its document is no longer kept,
+ * OperatorError while it has not succeeded.
+ */
+export async function exportDocument(requests: PrivacyRequests, id: string): Promise<string> {
+  const request = await requests.get(id);
+  if (!request || request.action !== 'export') throw new MissingError(`no export request ${id}`);
+  if (request.status !== 'succeeded') throw new OperatorError(`the export is ${request.status}`);
+  const file = await requests.exportFile(id);
+  if (!file) throw new MissingError(`the document of export ${id} is no longer kept (or another dashboard process made it)`);
+  return file;
 }

@@ -5,7 +5,7 @@
 // same with the machine's fonts. It gains the bar of the live pages (html.ts), so the live view is
 // one click from its first screen. The Content-Security-Policy makes the promise hold for what
 // bull-board's scripts would load later, too: the browser refuses any other origin.
-import { esc, NAV_STYLE, navLinks, QUEUES_PATH, SCRIPT_HASHES } from './html.ts';
+import { esc, NAV_STYLE, navLinks, QUEUES_PATH, SCRIPT_HASHES, SESSION_SLOT } from './html.ts';
 
 /** The height of the bar above bull-board's own header. */
 const BAR_PX = 40;
@@ -35,7 +35,7 @@ export function boardPage(html: string, csrfToken?: string): string {
     .replace('</head>', `<style>${BOARD_STYLE}</style>${csrf}</head>`)
     .replace(
       /<body\b[^>]*>/i,
-      (body) => `${body}<nav class="intake-nav" aria-label="dashboard"><span class="brand">intake</span>${navLinks(QUEUES_PATH)}</nav>`,
+      (body) => `${body}<nav class="intake-nav" aria-label="dashboard"><span class="brand">intake</span>${navLinks(QUEUES_PATH)}${SESSION_SLOT}</nav>`,
     );
 }
 

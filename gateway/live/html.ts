@@ -54,7 +54,23 @@ export function navLinks(current: string): string {
 export const NAV_STYLE = `
 .intake-nav{font:14px/1.4 system-ui,sans-serif;background:#1d2330;color:#fff;height:40px;box-sizing:border-box;padding:0 20px;display:flex;gap:18px;align-items:center;white-space:nowrap;overflow-x:auto}
 .intake-nav a{color:#cfd6e4;text-decoration:none}.intake-nav a.on{color:#fff;font-weight:600;border-bottom:2px solid #5b9cff}
-.intake-nav .brand{font-weight:700;color:#fff;margin-right:12px}.intake-nav .right{margin-left:auto;font-size:12px;color:#9aa4b8}`;
+.intake-nav .brand{font-weight:700;color:#fff;margin-right:12px}.intake-nav .right{margin-left:auto;font-size:12px;color:#9aa4b8}
+.intake-nav form.logout{display:flex;gap:8px;align-items:center;margin:0 0 0 auto;font-size:12px;color:#9aa4b8}.intake-nav .right~form.logout{margin-left:0}
+.intake-nav form.logout button{font:12px/1.4 system-ui,sans-serif;padding:2px 10px;border:1px solid #5b6478;border-radius:4px;background:transparent;color:#fff;cursor:pointer}`;
+
+/** Where the bar shows the signed-in operator and the Log out button; sessionBar() fills it for each request. */
+export const SESSION_SLOT = '<!--intake-session-->';
+
+/**
+ * A dashboard page with its bar's SESSION_SLOT filled: for a signed-in operator, the name, role and
+ * a Log out button (POST /logout with the session's CSRF token, gateway/console/auth.ts); else nothing.
+ */
+export function sessionBar(html: string, session: { name: string; role: string; csrfToken: string } | null): string {
+  const filled = session
+    ? `<form class="logout" method="post" action="/logout"><span>${esc(session.name)} (${esc(session.role)})</span><input type="hidden" name="_csrf" value="${esc(session.csrfToken)}"><button type="submit">Log out</button></form>`
+    : '';
+  return html.replace(SESSION_SLOT, () => filled);
+}
 
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}${NAV_STYLE}
@@ -89,7 +105,7 @@ export const SCRIPT_HASHES = [`'sha256-${createHash('sha256').update(RELOAD_SCRI
 export function page(options: { title: string; path: string; body: string; refreshSeconds?: number }): string {
   const reload = options.refreshSeconds ? `<script data-ms="${options.refreshSeconds * 1000}">${RELOAD_SCRIPT}</script>` : '';
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>intake · ${esc(options.title)}</title>${ICON_LINKS}<style>${STYLE}</style></head>
-<body><header class="intake-nav"><span class="brand">intake</span>${navLinks(options.path)}<span class="right">${esc(new Date().toISOString().replace('T', ' ').slice(0, 19))} UTC</span></header>
+<body><header class="intake-nav"><span class="brand">intake</span>${navLinks(options.path)}<span class="right">${esc(new Date().toISOString().replace('T', ' ').slice(0, 19))} UTC</span>${SESSION_SLOT}</header>
 <main><h1>${esc(options.title)}</h1>${options.body}</main>${reload}</body></html>`;
 }
 

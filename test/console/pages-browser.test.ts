@@ -1,7 +1,8 @@
 // The console's pages as an operator uses them, in Debian's chromium driven by playwright-core (no
 // browser download): log in, send a Track event and an Identify call through the gateway (202,
 // 200), find the event on the events page by its name, open it and read its payload, follow its
-// user to the person page (traits, events), and open the keys page. No page asks anything of
+// user to the person page (traits, events), open the keys page, forget the person (typed
+// confirmation, the request polled to succeeded: gone), and log out. No page asks anything of
 // another origin. A screenshot of each page is written to test-results/console-pages/, or where
 // CONSOLE_SHOTS says (CONSOLE_SHOTS=docs/images renews those of docs/operations.md, "Console pages").
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -130,6 +131,28 @@ test('an operator logs in, finds the event just sent, reads its payload and open
   t.true(keys.includes(tenant.suffix));
   t.false(keys.includes(tenant.key));
   await page.screenshot({ path: path.join(SHOTS, 'console-keys.png'), fullPage: true });
+
+  // Forget the person: a wrong confirmation changes nothing; the right one is a request whose page
+  // reloads itself until it succeeded, and the person is gone.
+  await page.goto(`${dashboard.url}/console/person?${new URLSearchParams({ env: tenant.slug, user: 'eve' })}`);
+  const forget = page.locator('form[action="/console/person/forget"]');
+  await forget.locator('input[name="confirm"]').fill('Eve');
+  await Promise.all([page.waitForURL(/\/console\/person\/forget$/), forget.locator('button[type="submit"]').click()]);
+  t.regex(await page.locator('main').innerText(), /does not match the userId eve: nothing was forgotten/);
+  t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId, userId: 'eve' } }), 1);
+  await page.goBack();
+  await forget.locator('input[name="confirm"]').fill('eve');
+  await Promise.all([page.waitForURL(/\/console\/privacy-requests\//), forget.locator('button[type="submit"]').click()]);
+  await page.locator('.pill.succeeded').waitFor({ timeout: 30_000 });
+  t.regex(await page.locator('dl.fields').innerText(), /forget/);
+  await Promise.all([page.waitForURL(/\/console\/person\?/), page.click('a:text("Back to the person")')]);
+  t.regex(await page.locator('main').innerText(), /Nothing is stored of eve/);
+  t.is((await request(gatewayUrl, `/api/profiles/${tenant.slug}/eve`, { method: 'GET', headers })).status, 404);
+
+  // Log out, from the bar: the pages ask for a login again.
+  await Promise.all([page.waitForURL(/\/login$/), page.click('.intake-nav form.logout button')]);
+  await page.goto(`${dashboard.url}/console/events`);
+  t.regex(page.url(), /\/login\?next=/);
   await page.close();
 
   const origin = new URL(dashboard.url).origin;
@@ -137,5 +160,9 @@ test('an operator logs in, finds the event just sent, reads its payload and open
     asked.filter((u) => new URL(u).origin !== origin),
     [],
   );
-  t.deepEqual(refused, []);
+  // Only the two pages that answer an error as they should: the wrong confirmation (422), the person gone (404).
+  t.deepEqual(refused, [
+    'Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)',
+    'Failed to load resource: the server responded with a status of 404 (Not Found)',
+  ]);
 });

@@ -13,7 +13,7 @@ import { startPage } from '../../live/html.ts';
 import { createJobDigests, type JobDigests } from '../../live/job-digests.ts';
 import { eventPage, eventsPage, EVENT_PATH, EVENTS_PATH } from './events.ts';
 import { KEYS_PATH } from '../console-paths.ts';
-import { personAction, personPage, PERSON_ACTIONS_PATH, PERSON_PATH } from './person.ts';
+import { personPage, PERSON_PATH } from './person.ts';
 
 export interface PagesDeps {
   config: Pick<Config, 'dashboardPassword' | 'dashboardReadOnly'>;
@@ -30,7 +30,7 @@ const QUEUED_HEADS_BYTES = 4 * 1_048_576;
 /** The paths of the pages (the keys page's too), for the tests that try each without a session. */
 export const CONSOLE_PAGES = [EVENTS_PATH, EVENT_PATH, PERSON_PATH, KEYS_PATH] as const;
 
-/** GET /console/… pages, and the action forms' POSTs; anything else goes on. */
+/** GET /console/… pages; anything else goes on (the person's actions are person-actions.ts's). */
 export function consolePages(deps: { config: PagesDeps['config']; db: Db; redis: Redis; eventsQueues: Queue<EventBatchJob>[] }): Koa.Middleware {
   const pages: PagesDeps = {
     config: deps.config,
@@ -45,7 +45,6 @@ export function consolePages(deps: { config: PagesDeps['config']; db: Db; redis:
   };
   return async function console(ctx, next) {
     if (ctx.path === '/console' || ctx.path === '/console/') return ctx.redirect(EVENTS_PATH);
-    if (ctx.path.startsWith(PERSON_ACTIONS_PATH)) return personAction(pages, ctx, ctx.path.slice(PERSON_ACTIONS_PATH.length));
     const route = routes[ctx.path];
     if (!route) return next();
     if (!startPage(ctx)) return;

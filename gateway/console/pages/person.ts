@@ -4,9 +4,9 @@
 // key, as the events page), and their journey runs with the messages each sent. Everything on it
 // is personal data: it answers only to whom may see that (access.ts).
 //
-// Actions (export, suppress, unsuppress, forget) are forms that post with the session's CSRF
-// token to PERSON_ACTIONS_PATH/<action>: they call the admin API's privacy requests
-// (gateway/console/privacy-requests.ts) once that is merged here; until then they answer 501.
+// Actions (export, suppress, unsuppress, forget) are forms, shown to an admin, that post with the
+// session's CSRF token to PERSON_ACTIONS_PATH<action>: gateway/console/person-actions.ts submits
+// them as the admin API's privacy requests.
 import type Koa from 'koa';
 import { formatEventKey, parseEventKey, searchEvents } from '../../../events/event-search.ts';
 import { personView, PERSON_LIST_LIMIT } from '../../../profiles/person-view.ts';
@@ -16,10 +16,9 @@ import { hiddenWhy, showsPersonalData } from './access.ts';
 import { chosenEnvironment, eventLink, noEnvironment, PAGE_SIZE } from './events.ts';
 import type { PagesDeps } from './index.ts';
 import { consolePage, csrfField, fields, query } from './view.ts';
+import { PERSON_ACTIONS_PATH } from '../console-paths.ts';
 
 export const PERSON_PATH = '/console/person';
-export const PERSON_ACTIONS_PATH = '/console/person/';
-export const PERSON_ACTIONS = ['export', 'suppress', 'unsuppress', 'forget'] as const;
 
 const raw = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 
@@ -149,25 +148,10 @@ function actions(ctx: Koa.Context, pathValue: string, userId: string): string {
     form('export', 'Export (download)'),
     form('suppress', 'Suppress'),
     form('unsuppress', 'Unsuppress'),
-    form('forget', 'Forget', `<input name="confirm" placeholder="type the userId to forget" size="22" aria-label="confirm forget">`),
+    form(
+      'forget',
+      'Forget',
+      `<input name="confirm" placeholder="type the userId to forget" size="22" aria-label="confirm forget"><label><input type="checkbox" name="suppress" value="1"> and suppress</label>`,
+    ),
   ].join('')}</div>`;
-}
-
-/**
- * POST /console/person/<action>. The place where the admin API's privacy requests are called
- * after the merge (gateway/console/privacy-requests.ts: forget, suppress, unsuppress, export,
- * each audited with the operator's name); until then it changes nothing and says so.
- */
-export async function personAction(_deps: PagesDeps, ctx: Koa.Context, action: string): Promise<void> {
-  if (ctx.method !== 'POST') {
-    ctx.status = 405;
-    ctx.set('Allow', 'POST');
-    return;
-  }
-  if (!(PERSON_ACTIONS as readonly string[]).includes(action)) {
-    ctx.status = 404;
-    return;
-  }
-  ctx.status = 501;
-  ctx.body = { error: `${action} from the console is not connected yet: use intake users ${action}` };
 }

@@ -21,9 +21,9 @@ div.actions{display:flex;gap:14px;align-items:center;flex-wrap:wrap;background:#
 .actions form{display:inline-flex;gap:6px}.yes{color:#17692a}.no{color:#a1231c}
 </style>`;
 
-/** A console page: the dashboard's shell (navigation bar shared with the live view and bull-board), never reloading by itself. */
-export function consolePage(options: { title: string; path: string; body: string }): string {
-  return page({ title: options.title, path: options.path, body: STYLE + options.body });
+/** A console page: the dashboard's shell (navigation bar shared with the live view and bull-board), reloading only when asked (a privacy request's page while it runs). */
+export function consolePage(options: { title: string; path: string; body: string; refreshSeconds?: number }): string {
+  return page({ title: options.title, path: options.path, body: STYLE + options.body, refreshSeconds: options.refreshSeconds });
 }
 
 /** Rows of label → HTML (escape what goes in). */
