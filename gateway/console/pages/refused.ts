@@ -53,7 +53,14 @@ function errorBodyText(entry: RefusedCallEntry, personal: boolean): string {
 }
 
 const keyText = (entry: RefusedCallEntry) =>
-  entry.k === undefined ? '<span class="note">none</span>' : entry.k === '' ? '<span class="note">(too short to show)</span>' : mono(`…${entry.k}`);
+  entry.k === undefined
+    ? '<span class="note">none</span>'
+    : entry.k === ''
+      ? '<span class="note">(too short to show)</span>'
+      : `<span class="suffix">${mono(`…${entry.k}`)}</span>`;
+
+/** A suffix is read as one word. */
+const STYLE = '<style>.suffix bdi{white-space:nowrap;overflow-wrap:normal}</style>';
 
 function bodyText(entry: RefusedCallEntry, personal: boolean): string {
   if (entry.b === undefined) return '<span class="note">not read</span>';
@@ -88,7 +95,7 @@ export async function refusedPage(deps: PagesDeps, ctx: Koa.Context): Promise<vo
   const asked = text(ctx.query.env);
   const env: EnvironmentChoice | null = asked ? await environmentByPath(deps.db, asked) : null;
   const options = choices.map((c) => `<option value="${esc(c.pathValue)}">${esc(c.org)}${c.removed ? ' (removed)' : ''}</option>`).join('');
-  let body = `<form class="filter" method="get" action="${REFUSED_PATH}"><label>environment <input name="env" list="environments" value="${esc(env?.pathValue ?? asked ?? '')}" size="24"></label><datalist id="environments">${options}</datalist><button type="submit">Show</button></form>`;
+  let body = `${STYLE}<form class="filter" method="get" action="${REFUSED_PATH}"><label>environment <input name="env" list="environments" value="${esc(env?.pathValue ?? asked ?? '')}" size="24"></label><datalist id="environments">${options}</datalist><button type="submit">Show</button></form>`;
   const kept = deps.config.refusedCallsKept;
   if (kept === 0) body += `<p class="note">Refused calls are not recorded (REFUSED_CALLS_KEPT=0).</p>`;
   const unknown = await readList(deps, REFUSED_UNKNOWN);
