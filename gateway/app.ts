@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import type { Logger } from '../platform/logger.ts';
 import { notFound } from './middleware/not-found.ts';
-import { requestLog, type ObserveRequest } from './middleware/request-log.ts';
+import { requestLog, type ObserveRefused, type ObserveRequest } from './middleware/request-log.ts';
 import type { TrustedClock } from '../platform/trusted-clock.ts';
 import { respondErrors } from './middleware/respond-errors.ts';
 import { createRouter, type GatewayDeps } from './routes.ts';
@@ -11,11 +11,13 @@ import type { IngestState } from './state.ts';
  * requestLog (and the request metrics) → respondErrors → routes → notFound. `router.allowedMethods()` is not mounted:
  * it would answer OPTIONS and 405, where the spec wants the plain-text 404 for both.
  */
-export function createApp(deps: GatewayDeps & { log: Logger; observeRequest: ObserveRequest; clock: Pick<TrustedClock, 'now'> }): Koa<IngestState> {
+export function createApp(
+  deps: GatewayDeps & { log: Logger; observeRequest: ObserveRequest; clock: Pick<TrustedClock, 'now'>; observeRefused?: ObserveRefused },
+): Koa<IngestState> {
   const app = new Koa<IngestState>({ proxy: false });
   // Errors are logged once, by respondErrors; Koa's default handler would print stacks to stderr.
   app.silent = true;
-  app.use(requestLog(deps.log, deps.observeRequest, deps.clock.now));
+  app.use(requestLog(deps.log, deps.observeRequest, deps.clock.now, deps.observeRefused));
   app.use(respondErrors(deps.log));
   app.use(createRouter(deps).routes());
   app.use(notFound);

@@ -24,6 +24,7 @@ import { createGatewayMetrics } from './metrics/gateway-metrics.ts';
 import { createAdmission } from './admission.ts';
 import { createUploadWatch } from './upload-watch.ts';
 import { createLiveRecorder } from './live/recorder.ts';
+import { createRefusedRecorder } from './live/refused-recorder.ts';
 import { createTrustedClock } from '../platform/trusted-clock.ts';
 import type { ClusterMember } from './cluster/member.ts';
 
@@ -103,6 +104,8 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
   const json = createJsonPool(JSON_TASKS, { threads: deps.cluster?.jsonThreads });
   // The dashboard's live view: Identify calls and the answers' rates, written to Redis off the request path.
   const live = createLiveRecorder({ config, redis, requestTotals: metrics.requestTotals, log });
+  // The console's Refused calls page: a sampled record of the 4xx answers, written the same way.
+  const refused = createRefusedRecorder({ config, redis, log });
   const identifyBatcher = createIdentifyBatcher(poolOf(db), json, {
     maxBatch: config.identifyBatchMax,
     maxInFlight: config.identifyBatchesInFlight,
@@ -134,6 +137,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
     admission,
     uploadWatch,
     observeRequest: metrics.observeRequest,
+    observeRefused: config.refusedCallsKept > 0 ? refused.refused : undefined,
     log,
     json,
   });
@@ -163,6 +167,7 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
     batcher.close();
     uploadWatch.close();
     await live.close();
+    await refused.close();
     await suppressions.close();
     await authCache.close();
     await json.close();

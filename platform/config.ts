@@ -421,6 +421,18 @@ const settings = {
     doc: "Identify calls per environment the dashboard's live view keeps (user, outcome, changed traits' names; none older than an hour): each gateway writes them to a Redis stream once a second, off the request path; 0 = none are kept",
     parse: int(0, 10_000),
   },
+  refusedCallsKept: {
+    env: 'REFUSED_CALLS_KEPT',
+    default: '200',
+    doc: "refused calls (4xx answers) per environment the console's Refused calls page keeps, newest first (route, status, check, error body, key suffix, the body's first 2 KiB; none older than a day); 0 = none are recorded",
+    parse: int(0, 2000),
+  },
+  refusedCallsPerSecond: {
+    env: 'REFUSED_CALLS_PER_SECOND',
+    default: '10',
+    doc: 'refused calls each gateway process records per environment (and for the calls refused before an environment is known) per second at most; the others are not kept',
+    parse: int(1, 10_000),
+  },
   logLevel: { env: 'LOG_LEVEL', default: 'info', doc: 'pino log level', parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },
 } satisfies Record<string, Setting<unknown>>;
 

@@ -3,7 +3,7 @@
 // person-export.ts; the rules in privacy/rules.ts.
 import { userInfo } from 'node:os';
 import { poolOf } from '../../platform/db.ts';
-import { forgetLiveCalls } from '../../platform/live-keys.ts';
+import { forgetLiveCalls, forgetRefusedCalls, liveKeyPrefix } from '../../platform/live-keys.ts';
 import { forgetQueued } from '../../events/forget-queued.ts';
 import { withTimeout } from '../../platform/with-timeout.ts';
 import { operatorName } from '../../privacy/rules.ts';
@@ -50,7 +50,12 @@ export async function forgetPerson(deps: OperatorDeps, env: PersonEnvironment, u
   const pool = poolOf(deps.db);
   const { outboxIds, ...summary } = await forgetUser(pool, { environmentId: env.id, userId, suppress, operator, auditSecret: await readAuditSecret(pool) });
   const userIds = [userId.trim(), ...summary.joinedUserIds];
-  const liveViewEntries = await orNull(deps.redis().then((redis) => forgetLiveCalls(redis, deps.config.queuePrefix, env.id, userIds)));
+  const liveViewEntries = await orNull(
+    deps.redis().then(async (redis) => {
+      const prefix = liveKeyPrefix(deps.config);
+      return (await forgetLiveCalls(redis, prefix, env.id, userIds)) + (await forgetRefusedCalls(redis, prefix, env.id, userIds));
+    }),
+  );
   const erased = { environmentId: env.id, userIds, erasedAt: summary.erasedAt, outboxIds };
   const queuedJobs = await orNull(
     forgetQueued({ events: deps.eventsQueues(), deadLetters: deps.deadLetterQueue(), serviceEvents: deps.serviceEventsQueue() }, erased),
@@ -62,7 +67,7 @@ export async function forgetPerson(deps: OperatorDeps, env: PersonEnvironment, u
 
 /**
  * What Redis holds of the person goes after PostgreSQL's: the dashboard live view's raw user IDs
- * (kept up to an hour) and their events and service events in jobs that ran or failed for good
+ * (kept up to an hour), the refused calls whose body names them (kept up to a day) and their events and service events in jobs that ran or failed for good
  * (events/forget-queued.ts). The erasure is done by then, so Redis being away does not fail the
  * command: null says so, and running it again removes them.
  */

@@ -36,6 +36,7 @@ export const PAGES = [
   { path: '/live/dead-letters', title: 'Dead letters' },
   // The console's pages (gateway/console/pages, gateway/console/keys-page.ts).
   { path: '/console/events', title: 'Stored events' },
+  { path: '/console/refused', title: 'Refused calls' },
   { path: '/console/person', title: 'Person' },
   { path: '/console/keys', title: 'Keys' },
 ] as const;

@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { infoLine, infoMembers, plainJson, type Logger } from '../../platform/logger.ts';
+import type { RefusedContext } from '../live/refused-recorder.ts';
 import { routeName, type IngestState } from '../state.ts';
 
 /** Called once per answered request with its route name (`unmatched` for the plain-text 404), status and latency. */
 export type ObserveRequest = (route: string, status: number, seconds: number) => void;
+
+/** Called after the answer of a request respondErrors refused with a 4xx (its refusal set), and of no other. */
+export type ObserveRefused = (ctx: RefusedContext, route: string, status: number, refusal: string) => void;
 
 /**
  * A request's id: this process's random prefix and its count of requests. Unique across the
@@ -22,8 +26,9 @@ export function requestIds(): () => string {
  * and request id, and logs one line with the final status. The same measurement feeds the
  * request metrics (one layer and one clock read fewer than a middleware of their own on Track's
  * hot path). The line's members are written here, in the order infoLine would write them.
+ * `refused`: the Refused calls page's recorder (gateway/live/refused-recorder.ts).
  */
-export function requestLog(log: Logger, observe: ObserveRequest, now: () => number): Middleware<IngestState> {
+export function requestLog(log: Logger, observe: ObserveRequest, now: () => number, refused?: ObserveRefused): Middleware<IngestState> {
   const line = infoMembers(log) ?? slowLine(log);
   const nextId = requestIds();
   return async function requestLog(ctx, next) {
@@ -39,11 +44,13 @@ export function requestLog(log: Logger, observe: ObserveRequest, now: () => numb
       const route = routeName(ctx);
       const status = ctx.status;
       observe(route ?? 'unmatched', status, ms / 1000);
+      const refusal = ctx.state.refusal;
+      // Refused calls only: an accepted request does not get past this comparison.
+      if (refusal !== undefined && refused !== undefined) refused(ctx, route ?? 'unmatched', status, refusal);
       if (line.enabled()) {
         // The id and the route names are ours: plain ASCII, written without a serializer.
         let members = `,"requestId":"${requestId}","method":${JSON.stringify(ctx.method)},"route":${route === null ? 'null' : `"${route}"`}`;
         members += `,"status":${status},"ms":${Math.round(ms * 100) / 100}`;
-        const refusal = ctx.state.refusal;
         line.write(refusal === undefined ? members : `${members},"refusal":${plainJson(refusal)}`);
       }
     }

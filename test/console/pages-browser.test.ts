@@ -1,10 +1,11 @@
 // The console's pages as an operator uses them, in Debian's chromium driven by playwright-core (no
 // browser download): log in, send a Track event and an Identify call through the gateway (202,
 // 200), find the event on the events page by its name, open it and read its payload, follow its
-// user to the person page (traits, events), open the keys page, forget the person (typed
-// confirmation, the request polled to succeeded: gone), and log out. No page asks anything of
-// another origin. A screenshot of each page is written to test-results/console-pages/, or where
-// CONSOLE_SHOTS says (CONSOLE_SHOTS=docs/images renews those of docs/operations.md, "Console pages").
+// user to the person page (traits, events), open the keys page, find a refused call on the
+// refused calls page, forget the person (typed confirmation, the request polled to succeeded:
+// gone), and log out. No page asks anything of another origin. A screenshot of each page is
+// written to test-results/console-pages/, or where CONSOLE_SHOTS says (CONSOLE_SHOTS=docs/images
+// renews those of docs/operations.md, "Console pages").
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -131,6 +132,20 @@ test('an operator logs in, finds the event just sent, reads its payload and open
   t.true(keys.includes(tenant.suffix));
   t.false(keys.includes(tenant.key));
   await page.screenshot({ path: path.join(SHOTS, 'console-keys.png'), fullPage: true });
+
+  // A refused call, from the navigation bar: its check and the key's suffix, never the key.
+  const bad = await request(gatewayUrl, `/api/track/${tenant.slug}`, { headers, body: '{"type":"track","event":"Checkout Completed","userId":"eve",' });
+  t.is(bad.status, 400);
+  await Promise.all([page.waitForURL(/\/console\/refused$/), page.click('.intake-nav a[href="/console/refused"]')]);
+  await page.fill('input[name="env"]', tenant.slug);
+  await Promise.all([page.waitForURL(/\/console\/refused\?env=/), page.click('form.filter button[type="submit"]')]);
+  const refusedRow = page.locator('table tr', { hasText: bad.headers.get('x-request-id')! });
+  t.true(await eventually(async () => (await refusedRow.count()) === 1 || (await page.reload(), false), { timeoutMs: 15_000 }));
+  const refusedText = await refusedRow.innerText();
+  t.regex(refusedText, /400\s+Invalid JSON/);
+  t.true(refusedText.includes(`…${tenant.suffix}`));
+  t.false((await page.locator('main').innerText()).includes(tenant.key));
+  await page.screenshot({ path: path.join(SHOTS, 'console-refused.png'), fullPage: true });
 
   // Forget the person: a wrong confirmation changes nothing; the right one is a request whose page
   // reloads itself until it succeeded, and the person is gone.

@@ -313,8 +313,10 @@ test.serial('once an operator exists each page needs a session; an admin sees pe
     `/console/person${q({ env: env(), user: 'ann' })}`,
     `/console/keys${q({ org: tenant.slug })}`,
     '/console/keys',
+    `/console/refused${q({ env: env() })}`,
+    '/console/refused',
   ];
-  t.is(CONSOLE_PAGES.length, 4);
+  t.is(CONSOLE_PAGES.length, 5);
   for (const path of paths) {
     const script = await call(dashboard.url, path);
     t.is(script.status, 401, path);

@@ -241,6 +241,7 @@ test.serial("bull-board's first screen links to the live view and back; no page 
     ['Rates', '/live/rates'],
     ['Dead letters', '/live/dead-letters'],
     ['Stored events', '/console/events'],
+    ['Refused calls', '/console/refused'],
     ['Person', '/console/person'],
     ['Keys', '/console/keys'],
     ['Queues', '/'],

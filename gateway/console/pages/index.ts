@@ -1,5 +1,5 @@
 // The console's pages under /console (docs/operations.md, "Console pages"): stored events and
-// one event (events.ts), a person (person.ts); keys and environments are keys-page.ts's. They sit behind
+// one event (events.ts), refused calls (refused.ts), a person (person.ts); keys and environments are keys-page.ts's. They sit behind
 // the dashboard's gate like the live view and bull-board (gateway/dashboard.ts): an operator's
 // session once any operator exists, else DASHBOARD_PASSWORD's basic auth when set, else loopback
 // and personal data hidden (access.ts). Server-rendered: see view.ts for why.
@@ -14,10 +14,12 @@ import { createJobDigests, type JobDigests } from '../../live/job-digests.ts';
 import { eventPage, eventsPage, EVENT_PATH, EVENTS_PATH } from './events.ts';
 import { KEYS_PATH } from '../console-paths.ts';
 import { personPage, PERSON_PATH } from './person.ts';
+import { refusedPage, REFUSED_PATH } from './refused.ts';
 
 export interface PagesDeps {
-  config: Pick<Config, 'dashboardPassword' | 'dashboardReadOnly'>;
+  config: Pick<Config, 'dashboardPassword' | 'dashboardReadOnly' | 'queuePrefix' | 'redisClusterNodes' | 'refusedCallsKept' | 'refusedCallsPerSecond'>;
   db: Db;
+  redis: Redis;
   /** Every partition of the events queue (its queued events show as pending). */
   eventsQueues: Queue<EventBatchJob>[];
   digests: JobDigests;
@@ -28,19 +30,21 @@ const QUEUED_BYTES_PER_READ = 16 * 1_048_576;
 const QUEUED_HEADS_BYTES = 4 * 1_048_576;
 
 /** The paths of the pages (the keys page's too), for the tests that try each without a session. */
-export const CONSOLE_PAGES = [EVENTS_PATH, EVENT_PATH, PERSON_PATH, KEYS_PATH] as const;
+export const CONSOLE_PAGES = [EVENTS_PATH, EVENT_PATH, REFUSED_PATH, PERSON_PATH, KEYS_PATH] as const;
 
 /** GET /console/… pages; anything else goes on (the person's actions are person-actions.ts's). */
 export function consolePages(deps: { config: PagesDeps['config']; db: Db; redis: Redis; eventsQueues: Queue<EventBatchJob>[] }): Koa.Middleware {
   const pages: PagesDeps = {
     config: deps.config,
     db: deps.db,
+    redis: deps.redis,
     eventsQueues: deps.eventsQueues,
     digests: createJobDigests({ redis: deps.redis, bytesPerRead: QUEUED_BYTES_PER_READ, cacheBytes: QUEUED_HEADS_BYTES }),
   };
   const routes: Record<string, (deps: PagesDeps, ctx: Koa.Context) => Promise<void>> = {
     [EVENTS_PATH]: eventsPage,
     [EVENT_PATH]: eventPage,
+    [REFUSED_PATH]: refusedPage,
     [PERSON_PATH]: personPage,
   };
   return async function console(ctx, next) {
