@@ -8,7 +8,7 @@ import { eventDetail, formatEventKey, parseEventKey, searchEvents, SEARCH_SCAN, 
 import { environmentByPath, listEnvironments, type EnvironmentChoice } from '../../live/data.ts';
 import { callerText, esc, HIDDEN, mono, pill, table, when } from '../../live/html.ts';
 import { hiddenWhy, showsPersonalData } from './access.ts';
-import type { PagesDeps } from './index.ts';
+import type { PagesDeps } from './deps.ts';
 import { queuedEvents } from './queued.ts';
 import { consolePage, fields, jsonBlock, query, yesNo } from './view.ts';
 

@@ -5,25 +5,16 @@
 // and personal data hidden (access.ts). Server-rendered: see view.ts for why.
 import type { Queue } from 'bullmq';
 import type Koa from 'koa';
-import type { Config } from '../../../platform/config.ts';
 import type { Db } from '../../../platform/db.ts';
 import type { EventBatchJob } from '../../../events/jobs.ts';
 import type { Redis } from '../../../platform/redis.ts';
 import { startPage } from '../../live/html.ts';
-import { createJobDigests, type JobDigests } from '../../live/job-digests.ts';
+import { createJobDigests } from '../../live/job-digests.ts';
+import type { PagesDeps } from './deps.ts';
 import { eventPage, eventsPage, EVENT_PATH, EVENTS_PATH } from './events.ts';
 import { KEYS_PATH } from '../console-paths.ts';
 import { personPage, PERSON_PATH } from './person.ts';
 import { refusedPage, REFUSED_PATH } from './refused.ts';
-
-export interface PagesDeps {
-  config: Pick<Config, 'dashboardPassword' | 'dashboardReadOnly' | 'queuePrefix' | 'redisClusterNodes' | 'refusedCallsKept' | 'refusedCallsPerSecond'>;
-  db: Db;
-  redis: Redis;
-  /** Every partition of the events queue (its queued events show as pending). */
-  eventsQueues: Queue<EventBatchJob>[];
-  digests: JobDigests;
-}
 
 /** Bytes of queued jobs one read of the pages takes, and the heads kept between reads (as the live view's, smaller). */
 const QUEUED_BYTES_PER_READ = 16 * 1_048_576;

@@ -14,7 +14,7 @@ import { callerText, esc, mono, pill, table, when } from '../../live/html.ts';
 import type { ConsoleState } from '../auth.ts';
 import { hiddenWhy, showsPersonalData } from './access.ts';
 import { chosenEnvironment, eventLink, noEnvironment, PAGE_SIZE } from './events.ts';
-import type { PagesDeps } from './index.ts';
+import type { PagesDeps } from './deps.ts';
 import { consolePage, csrfField, fields, query } from './view.ts';
 import { PERSON_ACTIONS_PATH } from '../console-paths.ts';
 

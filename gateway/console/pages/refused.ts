@@ -11,7 +11,7 @@ import { listEnvironments, environmentByPath, type EnvironmentChoice } from '../
 import { callerText, esc, HIDDEN, mono, table, when } from '../../live/html.ts';
 import { hiddenWhy, showsPersonalData } from './access.ts';
 import { noEnvironment } from './events.ts';
-import type { PagesDeps } from './index.ts';
+import type { PagesDeps } from './deps.ts';
 import { consolePage } from './view.ts';
 
 export const REFUSED_PATH = '/console/refused';
