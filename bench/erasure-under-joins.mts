@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
-import { openOperator } from '../cli/operator.ts';
+import { openOperator } from '../operations/operator.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createDb } from '../platform/db.ts';
 import { migrate } from '../cli/migrate.ts';

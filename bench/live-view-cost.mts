@@ -25,7 +25,7 @@ import { createDb } from '../platform/db.ts';
 import { migrate } from '../cli/migrate.ts';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
-import { loadQueueModules, openOperator } from '../cli/operator.ts';
+import { loadQueueModules, openOperator } from '../operations/operator.ts';
 import { withCpu } from './cpu-usage.mts';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_bench';

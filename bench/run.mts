@@ -27,7 +27,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
-import { openOperator } from '../cli/operator.ts';
+import { openOperator } from '../operations/operator.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createDb } from '../platform/db.ts';
 import { identityHash } from '../platform/identity-hash.ts';

@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { keyCreate } from '../cli/commands/key.ts';
 import { orgCreate } from '../cli/commands/org.ts';
-import { loadQueueModules, openOperator } from '../cli/operator.ts';
+import { loadQueueModules, openOperator } from '../operations/operator.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createDb } from '../platform/db.ts';
 import { migrate } from '../cli/migrate.ts';

@@ -12,7 +12,7 @@ import { holdLines, type Logger } from '../platform/logger.ts';
 import { stringifyJson } from '../platform/json-text.ts';
 import { readArgs, route, UsageError } from './args.ts';
 import { lastLine, settingHint } from './setting-errors.ts';
-import { OperatorError, STREAMED, loadQueueModules, openOperator, type OperatorDeps } from './operator.ts';
+import { OperatorError, STREAMED, loadQueueModules, openOperator, type OperatorDeps } from '../operations/operator.ts';
 import { spec, type CommandName, type OperatorName, type ProcessName } from './usage.ts';
 import { LocalServiceError } from './local-services/shared.ts';
 import type { LocalMode } from './local-services/index.ts';

@@ -5,7 +5,7 @@
 // Revocation. Operator commands that change what a lookup returns (key revoke, env remove,
 // org features) publish a nonce on a Redis channel; every gateway drops its whole cache and
 // answers with the nonce on an ack channel, and the command waits for every gateway's ack
-// (cli/operator.ts). So once such a command succeeds, no gateway serves the old answer from
+// (operations/operator.ts). So once such a command succeeds, no gateway serves the old answer from
 // memory. While its subscription is down a gateway cannot hear invalidations, so it keeps
 // nothing and reads every key through to PostgreSQL, and starts over with an empty cache
 // once the subscription is back.

@@ -127,7 +127,7 @@ function lazyConsole(config: Config, db: Db, log: Logger): { api: Koa.Middleware
       import('./console/keys-page.ts'),
       import('./console/person-actions.ts'),
       import('./console/privacy-requests.ts'),
-      import('../cli/operator.ts'),
+      import('../operations/operator.ts'),
     ]);
     // The operator commands' clients: their cache invalidations, queues and Redis, on the dashboard's database client.
     const operator = openOperator(config, db, await loadQueueModules());

@@ -5,7 +5,7 @@
 //
 // Freshness, as the key cache's (auth-cache.ts): suppress and unsuppress publish a nonce on a
 // Redis channel; every gateway reads the whole set again from PostgreSQL and only then acks,
-// and the command waits for every ack (cli/operator.ts). So once the command succeeds, every
+// and the command waits for every ack (operations/operator.ts). So once the command succeeds, every
 // gateway drops the user's calls. A gateway that missed the message (its subscription was
 // down) reads the set again when the subscription is back and every SUPPRESSION_REFRESH_MS.
 // Workers and Identify's transaction check PostgreSQL as well (privacy/suppression.ts),

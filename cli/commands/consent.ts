@@ -1,7 +1,7 @@
 import { isGrantedAt, normalizeAddress } from '../../identify/consent.ts';
 import { findDecision } from '../../identify/decision-store.ts';
 import { readArgs } from '../args.ts';
-import { findEnvironment, type OperatorDeps } from '../operator.ts';
+import { findEnvironment, type OperatorDeps } from '../../operations/operator.ts';
 
 /**
  * consent get <org-slug> <email|sms> <address> [--purpose marketing|tracking] [--env <path-value>]:

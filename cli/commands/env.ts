@@ -1,7 +1,8 @@
 import { isValidEnvironmentKey } from '../../environments/environment-header.ts';
 import { isValidPathValue } from '../../environments/org-slug.ts';
 import { readArgs } from '../args.ts';
-import { MissingError, OperatorError, findEnvironment, type OperatorDeps } from '../operator.ts';
+import { MissingError, OperatorError, findEnvironment, type OperatorDeps } from '../../operations/operator.ts';
+import { listEnvironments } from '../../operations/environments.ts';
 import { uniqueAs } from './org.ts';
 
 /** env create <org-slug> <path-value> --key <environment-key> */
@@ -42,19 +43,4 @@ export async function envRemove(deps: OperatorDeps, argv: string[]) {
 export async function envList(deps: OperatorDeps, argv: string[]) {
   const [orgSlug] = readArgs(argv, 'env list').positionals;
   return listEnvironments(deps, orgSlug);
-}
-
-/** The organization's environments, Production first (`intake env list` and the admin API). */
-export async function listEnvironments(deps: Pick<OperatorDeps, 'db'>, orgSlug: string) {
-  const org = await deps.db.organization.findUnique({ where: { slug: orgSlug }, include: { environments: true } });
-  if (!org) throw new MissingError(`organization ${orgSlug} does not exist`);
-  const environments = [...org.environments].sort((a, b) => Number(b.isProduction) - Number(a.isProduction) || a.createdAt.getTime() - b.createdAt.getTime());
-  return environments.map((e) => ({
-    org: orgSlug,
-    pathValue: e.pathValue,
-    key: e.environmentKey,
-    production: e.isProduction,
-    removed: e.removedAt !== null,
-    createdAt: e.createdAt.getTime(),
-  }));
 }

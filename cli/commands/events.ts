@@ -6,7 +6,8 @@ import type { TrackEvent } from '../../events/track.ts';
 import { retryFailedEvent } from '../../events/dead-letter-retry.ts';
 import { eventNames, findEvent } from '../../events/event-store.ts';
 import { journeyActivity } from '../../journeys/journey-store.ts';
-import { environmentCommand, OperatorError, type OperatorDeps } from '../operator.ts';
+import { environmentCommand } from '../environment-command.ts';
+import { OperatorError, type OperatorDeps } from '../../operations/operator.ts';
 
 /** events names <org-slug> [--env <path-value>] [--days 30]: the custom events list. */
 export async function eventsNames(deps: OperatorDeps, argv: string[]) {

@@ -6,7 +6,7 @@ import { createClient } from '../../clients/typescript/src/index.ts';
 import { readArgs, UsageError } from '../args.ts';
 import { COMMANDS } from '../usage.ts';
 import { ImportStopped, runImport, type ImportSummary } from '../import/run.ts';
-import { OperatorError, findLiveEnvironment } from '../operator.ts';
+import { OperatorError, findLiveEnvironment } from '../../operations/operator.ts';
 
 /** The contract's warning (Limits), quoted to whoever asks for a Track replay. */
 export const TRACK_REPLAY_WARNING = 'Do not replay past events through Track: a replayed event whose name matches a published journey starts it.';

@@ -4,7 +4,8 @@ import { parseJourneyDefinition } from '../../journeys/journey-definition.ts';
 import { listRuns } from '../../journeys/run-store.ts';
 import { createJourney, findJourney, journeyStats, listJourneys, publishJourney } from '../../journeys/journey-store.ts';
 import { readArgs } from '../args.ts';
-import { environmentCommand, findEnvironment, findLiveEnvironment, OperatorError, type OperatorDeps } from '../operator.ts';
+import { environmentCommand } from '../environment-command.ts';
+import { findEnvironment, findLiveEnvironment, OperatorError, type OperatorDeps } from '../../operations/operator.ts';
 
 /** journey create <org-slug> --file <journey.json> [--env <path-value>]: the journey, unpublished. */
 export async function journeyCreate(deps: OperatorDeps, argv: string[]) {

@@ -12,7 +12,7 @@ import {
   type Role,
 } from '../../gateway/console/operators.ts';
 import { readArgs } from '../args.ts';
-import { OperatorError, type OperatorDeps } from '../operator.ts';
+import { OperatorError, type OperatorDeps } from '../../operations/operator.ts';
 
 /** operator add <name> --role admin|read-only [--password-stdin] */
 export async function operatorAdd(deps: OperatorDeps, argv: string[]) {

@@ -2,7 +2,7 @@ import { isValidOrgSlug } from '../../environments/org-slug.ts';
 import { PRODUCTION_KEY } from '../../environments/environment-header.ts';
 import { FEATURES } from '../../environments/features.ts';
 import { readArgs } from '../args.ts';
-import { OperatorError, type OperatorDeps } from '../operator.ts';
+import { OperatorError, type OperatorDeps } from '../../operations/operator.ts';
 
 function parseFeatures(raw: string | undefined, usageError: (message: string) => Error): string[] {
   const list = (raw ?? '')

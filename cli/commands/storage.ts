@@ -3,7 +3,7 @@ import { DAY_MS, daysAhead, retentionBound } from '../../events/partition-plan.t
 import { poolOf } from '../../platform/db.ts';
 import { RELAYED_OUTBOX_KEEP_MS, eventPartitions, hasLegacyEvents, oldestEventIn, tableStorage } from '../../events/storage.ts';
 import { readArgs } from '../args.ts';
-import type { OperatorDeps } from '../operator.ts';
+import type { OperatorDeps } from '../../operations/operator.ts';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

@@ -3,16 +3,16 @@
 // <token>` (intake operator token) or a console session, whose changes carry its CSRF token in
 // X-CSRF-Token. A read-only operator reads; a change answers it 403. Without either, 401, on
 // every path under /admin/api/ (known or not). Each operation is the one `intake` runs
-// (cli/commands/key.ts, env.ts, users.ts: the revocation's cache drop on every gateway
+// (operations/keys.ts, environments.ts, people.ts: the revocation's cache drop on every gateway
 // included), and each change is audited with the operator's name (console_audit).
 import { createReadStream } from 'node:fs';
 import type Koa from 'koa';
 import type { Db } from '../../platform/db.ts';
 import type { Logger } from '../../platform/logger.ts';
-import { listKeys } from '../../cli/commands/key.ts';
+import { listKeys } from '../../operations/keys.ts';
 import { createKeyAudited, revokeKeyAudited } from './key-actions.ts';
-import { listEnvironments } from '../../cli/commands/env.ts';
-import { findEnvironment, findLiveEnvironment, MissingError, OperatorError, type OperatorDeps } from '../../cli/operator.ts';
+import { listEnvironments } from '../../operations/environments.ts';
+import { findEnvironment, findLiveEnvironment, MissingError, OperatorError, type OperatorDeps } from '../../operations/operator.ts';
 import { refuse, sessionOf, unauthorized, type ConsoleState } from './auth.ts';
 import { auditChange, csrfMatches, csrfTokenOf, listConsoleAudit, operatorOfToken, type SignedIn } from './operators.ts';
 import { createPrivacyRequests, exportDocument, PRIVACY_ACTIONS, type PrivacyAction, type PrivacyRequests } from './privacy-requests.ts';

@@ -1,9 +1,9 @@
 // Creating and revoking an API key from the console (the keys page and the admin API): the
-// operator command's own functions (cli/commands/key.ts), each change audited with the
+// operator command's own functions (operations/keys.ts), each change audited with the
 // operator's name. One home for both, so the page and the API cannot differ.
 import type { Db } from '../../platform/db.ts';
-import { createKey, revokeKey } from '../../cli/commands/key.ts';
-import { MissingError, OperatorError, type OperatorDeps } from '../../cli/operator.ts';
+import { createKey, revokeKey } from '../../operations/keys.ts';
+import { MissingError, OperatorError, type OperatorDeps } from '../../operations/operator.ts';
 import { auditChange } from './operators.ts';
 
 type KeyEnvironment = { id: string; pathValue: string; removedAt: Date | null };

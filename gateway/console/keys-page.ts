@@ -5,9 +5,9 @@
 // and revocation are the admin API's and the operator command's own (key-actions.ts).
 import type Koa from 'koa';
 import type { Db } from '../../platform/db.ts';
-import { listKeys } from '../../cli/commands/key.ts';
-import { listEnvironments } from '../../cli/commands/env.ts';
-import { findEnvironment, findLiveEnvironment, MissingError, OperatorError, type OperatorDeps } from '../../cli/operator.ts';
+import { listKeys } from '../../operations/keys.ts';
+import { listEnvironments } from '../../operations/environments.ts';
+import { findEnvironment, findLiveEnvironment, MissingError, OperatorError, type OperatorDeps } from '../../operations/operator.ts';
 import { esc, mono, page, pill, table, when } from '../live/html.ts';
 import type { ConsoleState } from './auth.ts';
 import { createKeyAudited, revokeKeyAudited } from './key-actions.ts';

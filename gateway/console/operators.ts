@@ -5,7 +5,7 @@
 // (gateway/console/auth.ts, admin-api.ts) both go through this module.
 import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../../platform/db.ts';
-import { MissingError, OperatorError } from '../../cli/operator.ts';
+import { MissingError, OperatorError } from '../../operations/operator.ts';
 
 export const ROLES = ['admin', 'read-only'] as const;
 export type Role = (typeof ROLES)[number];

@@ -9,7 +9,7 @@
 import { createReadStream } from 'node:fs';
 import type Koa from 'koa';
 import type { Db } from '../../platform/db.ts';
-import { MissingError, OperatorError } from '../../cli/operator.ts';
+import { MissingError, OperatorError } from '../../operations/operator.ts';
 import { environmentByPath } from '../live/data.ts';
 import { callerText, esc, mono, pill, when } from '../live/html.ts';
 import type { ConsoleState } from './auth.ts';

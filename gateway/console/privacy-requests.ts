@@ -1,7 +1,7 @@
 // The admin API's privacy requests (forget, suppress, unsuppress, export): each is a row of
 // privacy_requests with an id and a status (pending → running → succeeded | failed) that an
 // operator polls, as with Segment's Regulations API. The dashboard process that took a request
-// runs it at once with the functions `intake users` runs (cli/commands/users.ts,
+// runs it at once with the functions `intake users` runs (operations/people.ts,
 // privacy/person-export.ts), so the erasure, the suppression, their audit records (naming the
 // operator) and the gateways' notification are the command's own. No raw user ID is stored: a
 // request names the person by the privacy audit's keyed hash. An export's document is written to
@@ -12,11 +12,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { poolOf, type Db } from '../../platform/db.ts';
 import type { Logger } from '../../platform/logger.ts';
-import { forgetPerson, suppressPerson, unsuppressPerson } from '../../cli/commands/users.ts';
-import type { OperatorDeps } from '../../cli/operator.ts';
+import { forgetPerson, suppressPerson, unsuppressPerson } from '../../operations/people.ts';
+import type { OperatorDeps } from '../../operations/operator.ts';
 import { auditHashHex, readAuditSecret } from '../../privacy/audit.ts';
 import { exportPerson } from '../../privacy/person-export.ts';
-import { MissingError, OperatorError } from '../../cli/operator.ts';
+import { MissingError, OperatorError } from '../../operations/operator.ts';
 import { userHashOf } from '../../profiles/person.ts';
 import { auditChange, type SignedIn } from './operators.ts';
 

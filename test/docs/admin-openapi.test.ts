@@ -10,7 +10,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { parse } from 'yaml';
 import { adminApi } from '../../gateway/console/admin-api.ts';
-import type { OperatorDeps } from '../../cli/operator.ts';
+import type { OperatorDeps } from '../../operations/operator.ts';
 import type { Db } from '../../platform/db.ts';
 import { createLogger } from '../../platform/logger.ts';
 

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import test, { type ExecutionContext } from 'ava';
 import { eventsGet } from '../../cli/commands/events.ts';
-import { OperatorError } from '../../cli/operator.ts';
+import { OperatorError } from '../../operations/operator.ts';
 import { createDb } from '../../platform/db.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { startDashboard } from '../../gateway/dashboard.ts';

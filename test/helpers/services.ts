@@ -7,7 +7,7 @@ import { migrate } from '../../cli/migrate.ts';
 import { keyCreate } from '../../cli/commands/key.ts';
 import { envCreate } from '../../cli/commands/env.ts';
 import { orgCreate } from '../../cli/commands/org.ts';
-import { loadQueueModules, openOperator, type OperatorDeps } from '../../cli/operator.ts';
+import { loadQueueModules, openOperator, type OperatorDeps } from '../../operations/operator.ts';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_test';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

@@ -10,7 +10,7 @@ import { request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';
 import { newEnvironment, newTenant, openHarness, type Harness } from '../helpers/services.ts';
 import { intake, type CliRun } from '../security/cli.ts';
-import { ENVIRONMENT_REMOVED } from '../../cli/commands/key.ts';
+import { ENVIRONMENT_REMOVED } from '../../operations/keys.ts';
 import { GROUPS, groupHelp, commandHelp, overview } from '../../cli/usage.ts';
 
 const run = promisify(execFile);

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import pg from 'pg';
 import { usersExport } from '../../cli/commands/users.ts';
-import { OperatorError } from '../../cli/operator.ts';
+import { OperatorError } from '../../operations/operator.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess } from '../helpers/processes.ts';

@@ -5,7 +5,7 @@
 // retry` command, the dashboard).
 import test from 'ava';
 import { eventsGet, eventsRetry } from '../../cli/commands/events.ts';
-import { OperatorError } from '../../cli/operator.ts';
+import { OperatorError } from '../../operations/operator.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { DEAD_LETTER_QUEUE, jobIdFor } from '../../platform/queues.ts';
 import { eventBatchName } from '../../events/jobs.ts';

@@ -2,7 +2,7 @@
 // PostgreSQL. One event per environment and messageId whatever happens on the way.
 import test, { type ExecutionContext } from 'ava';
 import { eventsGet, eventsNames } from '../../cli/commands/events.ts';
-import { OperatorError } from '../../cli/operator.ts';
+import { OperatorError } from '../../operations/operator.ts';
 import { jobIdFor } from '../../platform/queues.ts';
 import { eventBatchName, type QueuedEvent } from '../../events/jobs.ts';
 import { batchCompleted, queuedMessageIds } from '../helpers/batches.ts';

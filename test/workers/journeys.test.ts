@@ -10,7 +10,7 @@ import test, { type ExecutionContext } from 'ava';
 import { eventsActivity, eventsGet } from '../../cli/commands/events.ts';
 import { journeyCreate, journeyList, journeyPublish, journeyRuns, journeyStatsCommand } from '../../cli/commands/journey.ts';
 import { orgFeatures } from '../../cli/commands/org.ts';
-import { OperatorError } from '../../cli/operator.ts';
+import { OperatorError } from '../../operations/operator.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { acceptedTrack, appliedIdentify, request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, spawnIntake, type Child } from '../helpers/processes.ts';

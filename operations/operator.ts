@@ -6,8 +6,6 @@ import { authCacheChannels, suppressionChannels } from '../platform/queue-keys.t
 import type { DeadLetterJob, EventBatchJob, ServiceEventJob } from '../events/jobs.ts';
 import type { Cluster, Redis } from '../platform/redis.ts';
 import { TimeoutError, withTimeout } from '../platform/with-timeout.ts';
-import { readArgs } from './args.ts';
-import type { CommandName } from './usage.ts';
 
 /** What operator commands work with; built once in cli/intake.ts. */
 export interface OperatorDeps {
@@ -79,13 +77,6 @@ export async function findLiveEnvironment(db: Db, orgSlug: string, pathValue: st
   const found = await findEnvironment(db, orgSlug, pathValue);
   if (found.env.removedAt) throw new OperatorError(`environment ${found.env.pathValue} is removed`);
   return found;
-}
-
-/** A command on `<org-slug> …`: its arguments and the environment its org slug and `--env` name (`find`: which may be named). */
-export async function environmentCommand(deps: Pick<OperatorDeps, 'db'>, argv: string[], command: CommandName, find = findEnvironment) {
-  const args = readArgs(argv, command);
-  const { env } = await find(deps.db, args.positionals[0], args.values.env);
-  return { ...args, env };
 }
 
 type RedisModule = typeof import('../platform/redis.ts');
