@@ -1,16 +1,6 @@
 import test from 'ava';
-import {
-  HEALTH_RULES,
-  inRotation,
-  nextInTurn,
-  probeDelayMs,
-  probeDue,
-  probed,
-  probeStarted,
-  removed,
-  type HealthRules,
-  type PartitionHealth,
-} from '../../platform/partition-health.ts';
+import type { HealthRules, PartitionHealth } from '../../platform/partition-health.ts';
+import { HEALTH_RULES, inRotation, nextInTurn, probeDelayMs, probeDue, probed, probeStarted, removed } from '../../platform/partition-health.ts';
 
 const RULES: HealthRules = { probeBaseMs: 100, probeCapMs: 2000, stableMs: 10_000 };
 
