@@ -6,7 +6,9 @@
 // changes nothing (403). Logins are limited per address and per name (login-limit.ts). With no
 // operator the dashboard is what it was without them: DASHBOARD_PASSWORD's basic auth when set,
 // else loopback, read-only, personal data hidden (gateway/dashboard.ts).
+import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
+import { readBodyText } from '../read-body.ts';
 import type { Db } from '../../platform/db.ts';
 import { isLoopback } from '../../platform/loopback.ts';
 import { sameOrigin } from '../live/access.ts';
@@ -70,18 +72,12 @@ function crossSite(ctx: Koa.Context): boolean {
   return !sameOrigin({ origin, 'sec-fetch-site': site, host: ctx.get('host') });
 }
 
-/** A form's or a small JSON body's text, up to `limit` characters (413 past it). */
-export function readBody(req: NodeJS.ReadableStream, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => {
-      body += chunk;
-      if (body.length > limit) reject(Object.assign(new Error('form too large'), { status: 413, expose: true }));
-    });
-    req.once('end', () => resolve(body));
-    req.once('error', reject);
-  });
+/**
+ * A form's or a small JSON body's text, up to `limit` bytes: the gateway's reader (413 past the
+ * limit, 400 for bytes that are not UTF-8, never replaced), whose status Koa answers with.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return readBodyText(req, limit, null);
 }
 
 /** A request's fields: a form, or a JSON object of strings. */
