@@ -6,12 +6,11 @@
 // gone), and log out. No page asks anything of another origin. A screenshot of each page is
 // written to test-results/console-pages/, or where CONSOLE_SHOTS says (CONSOLE_SHOTS=docs/images
 // renews those of docs/operations.md, "Console pages").
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { launchChromium, type Browser } from '../helpers/chromium.ts';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { chromium, type BrowserContext } from 'playwright-core';
 import { addOperator } from '../../gateway/console/operators.ts';
 import { consoleDatabase, consoleInProcess } from '../helpers/console.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -21,7 +20,6 @@ import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from 
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SHOTS = path.resolve(ROOT, process.env.CONSOLE_SHOTS ?? 'test-results/console-pages');
-const CHROMIUM = process.env.TEST_CHROMIUM ?? '/usr/bin/chromium';
 const PASSWORD = 'correct horse battery staple';
 
 let h: Harness;
@@ -29,8 +27,7 @@ let tenant: Tenant;
 const opened: { close(): Promise<unknown> }[] = [];
 let dashboard: Awaited<ReturnType<typeof consoleInProcess>>;
 let gatewayUrl: string;
-let browser: BrowserContext | undefined;
-let profileDir: string;
+let browser: Browser | undefined;
 
 test.before(async () => {
   const url = await consoleDatabase('console_pages_browser');
@@ -44,32 +41,17 @@ test.before(async () => {
   dashboard = await consoleInProcess(h.env);
   opened.push(dashboard);
   mkdirSync(SHOTS, { recursive: true });
-  profileDir = mkdtempSync(path.join(tmpdir(), 'intake-chromium-'));
-  browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    viewport: { width: 1280, height: 800 },
-  });
+  browser = await launchChromium({ viewport: { width: 1280, height: 800 } });
 });
 
 test.after.always(async () => {
   await browser?.close();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   for (const o of opened.reverse()) await o.close().catch(() => {});
   await closeEmptied(h);
 });
 
 test('an operator logs in, finds the event just sent, reads its payload and opens the person', async (t) => {
-  const page = await browser!.newPage();
+  const page = await browser!.context.newPage();
   const asked: string[] = [];
   page.on('request', (r) => asked.push(r.url()));
   const refused: string[] = [];

@@ -7,14 +7,14 @@
 // from their heads alone, and caller text with bidi and control characters is isolated and shown
 // visibly. Read-only mode and the personal-data rule over plain HTTP; the script that finds
 // queued events' heads, and the bound on what one read takes, against the real Redis.
+import { launchChromium, type Browser } from '../helpers/chromium.ts';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { storedTrackPayload } from '../../events/track-payload.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { jobIdFor } from '../../platform/queue-keys.ts';
@@ -32,7 +32,6 @@ import { closeEmptied, newTenant, openHarness, testConfig, type Harness, type Te
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SHOTS = path.join(ROOT, 'test-results/live-view');
-const CHROMIUM = process.env.TEST_CHROMIUM ?? '/usr/bin/chromium';
 const PASSWORD = 'live view password';
 
 let h: Harness;
@@ -40,8 +39,7 @@ let tenant: Tenant;
 let worker: Awaited<ReturnType<typeof workerInProcess>> | undefined;
 let board: Dashboard | undefined;
 let readOnlyBoard: Dashboard | undefined;
-let browser: BrowserContext | undefined;
-let profileDir: string;
+let browser: Browser | undefined;
 
 /** What the test sends; the pages must show exactly this. */
 const sent = {
@@ -101,27 +99,11 @@ test.before(async () => {
 
   board = await startDashboard({ config: h.config, db: h.db, log: createLogger('silent', 'test-dashboard') });
   mkdirSync(SHOTS, { recursive: true });
-  profileDir = mkdtempSync(path.join(tmpdir(), 'intake-chromium-'));
-  browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    httpCredentials: { username: 'admin', password: PASSWORD },
-    viewport: { width: 1280, height: 760 },
-  });
+  browser = await launchChromium({ httpCredentials: { username: 'admin', password: PASSWORD }, viewport: { width: 1280, height: 760 } });
 });
 
 test.after.always(async () => {
   await browser?.close();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   await board?.close();
   await readOnlyBoard?.close();
   await worker?.close();
@@ -131,7 +113,7 @@ test.after.always(async () => {
 const url = (p: string) => `http://127.0.0.1:${board!.port}${p}`;
 
 async function open(p: string, shot: string): Promise<Page> {
-  const page = await browser!.newPage();
+  const page = await browser!.context.newPage();
   const response = await page.goto(url(p), { waitUntil: 'load' });
   if (!response || response.status() !== 200) throw new Error(`${p}: ${response?.status()}`);
   const file = path.join(SHOTS, `${shot}.png`);
@@ -219,7 +201,7 @@ test.serial('dead letters: the refused event and why; Retry sends it through the
 });
 
 test.serial("bull-board's first screen links to the live view and back; no page asks anything of another origin", async (t) => {
-  const page = await browser!.newPage();
+  const page = await browser!.context.newPage();
   const asked: string[] = [];
   const refused: string[] = [];
   page.on('request', (r) => asked.push(r.url()));
