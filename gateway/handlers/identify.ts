@@ -24,7 +24,10 @@ export function createIdentifyBatcher(
   const cache = options.cacheMb > 0 ? new ProfileCache(options.cacheMb * 1_048_576) : undefined;
   const batch: BatchOptions = { json, notify: createOutboxNotify(pool), cache, onCommitted, onDropped, addressHistoryDays };
   // One user's calls never run in two batches at once: a later one waits for the batch holding the earlier (arrival order).
-  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, batch), { ...options, keyOf: userRef });
+  // A call whose traits are planned off the event loop (seconds for a 4 MB body) is applied on its own: the calls that
+  // arrived with it, other organizations' among them, would otherwise wait for it in its transaction.
+  const alone = (call: IdentifyCall) => !json.inline(call.input.traitsText);
+  return createGroupBatch((calls: IdentifyCall[]) => applyIdentifyBatch(pool, calls, batch), { ...options, keyOf: userRef, alone });
 }
 
 /** Saved before the answer (its batch committed): 200 applied or duplicate, 409 for a messageId reused differently. */

@@ -125,3 +125,42 @@ test('with overlapMs, what waited behind a batch that finished quickly goes at o
   batches[1].finish();
   t.is(await second, 20);
 });
+
+test('an item to run alone goes in a batch of its own, in all slots but one at most; the other items keep a slot', async (t) => {
+  const { batches, run } = controlled();
+  // Items over 100 are the slow ones.
+  const group = createGroupBatch(run, { maxBatch: 10, maxInFlight: 3, alone: (item: number) => item > 100 });
+  const adds = [1, 101, 2, 102, 103, 3].map((i) => group.add(i));
+  await turn();
+  t.deepEqual(
+    batches.map((b) => b.items),
+    [[1, 2, 3], [101], [102]],
+    'the small items together, each slow one alone, the third slow one waiting for a slot it may take',
+  );
+  const late = [4, 5].map((i) => group.add(i));
+  batches[0].finish();
+  await turn();
+  t.deepEqual(batches[3].items, [4, 5], 'the slot left to the other items takes them, not the waiting slow one');
+  batches[1].finish();
+  await turn();
+  t.deepEqual(batches[4].items, [103], 'a slow batch ended: the waiting slow one takes its slot');
+  for (const b of batches.slice(2)) b.finish();
+  t.deepEqual(await Promise.all([...adds, ...late]), [10, 1010, 20, 1020, 1030, 30, 40, 50]);
+});
+
+test('a slow item keeps its place among its key: a later item of that key waits for it', async (t) => {
+  const batches: { items: string[]; finish: () => void }[] = [];
+  const run = (items: string[]) => new Promise<string[]>((resolve) => batches.push({ items, finish: () => resolve(items) }));
+  const group = createGroupBatch(run, { maxBatch: 10, maxInFlight: 3, keyOf: (item: string) => item[0], alone: (item: string) => item.endsWith('!') });
+  const adds = ['b1', 'a1!', 'a2', 'c1'].map((i) => group.add(i));
+  await turn();
+  t.deepEqual(
+    batches.map((b) => b.items),
+    [['b1', 'c1'], ['a1!']],
+  );
+  batches[1].finish();
+  await turn();
+  t.deepEqual(batches[2].items, ['a2']);
+  for (const b of batches) b.finish();
+  t.deepEqual(await Promise.all(adds), ['b1', 'a1!', 'a2', 'c1']);
+});
