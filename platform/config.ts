@@ -195,7 +195,7 @@ const settings = {
   identifyBatchesInFlight: {
     env: 'IDENTIFY_BATCHES_IN_FLIGHT',
     default: '3',
-    doc: 'Identify batches one gateway applies at once; later calls wait and go together in the next batch (at most DATABASE_POOL_SIZE is useful)',
+    doc: 'Identify batches one gateway applies at once; later calls wait and go together in the next batch (at most DATABASE_POOL_SIZE is useful); a call with a large body runs in a batch of its own, and such batches take all of these but one at most',
     parse: int(1, 500),
   },
   identifyBatchOverlapMs: {
