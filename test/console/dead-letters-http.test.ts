@@ -3,6 +3,7 @@
 // is listed on /console/dead-letters with why; an admin's Retry, once the cause is gone, has the
 // worker store it (processed) and writes the audit record with the operator's name. A read-only
 // operator sees the dead letter without its user or refusal, no Retry, and its POST is refused.
+// The live view's Retry, pressed by a signed-in operator, is audited the same way.
 import test from 'ava';
 import { addOperator } from '../../gateway/console/operators.ts';
 import { jobIdFor } from '../../platform/queue-keys.ts';
@@ -16,6 +17,8 @@ const PASSWORD = 'correct horse battery staple';
 const CONSTRAINT = 'console_poison';
 const SECRET = 'only-the-payload-holds-this';
 const poison = { messageId: `dl-${Date.now()}`, event: 'Poison', userId: 'dl-user', properties: { secret: SECRET } };
+/** Retried from the live view's button by a signed-in operator. */
+const poisonLive = { ...poison, messageId: `${poison.messageId}-live` };
 
 let h: Harness;
 let tenant: Tenant;
@@ -33,16 +36,18 @@ test.before(async () => {
   opened.push(await workerInProcess(h));
   const gateway = await gatewayInProcess(h);
   opened.push(gateway);
-  const sent = await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: trackBody(poison) });
-  if (sent.status !== 202) throw new Error(`track: ${sent.status} ${sent.text}`);
-  const parked = await eventually(
-    async () => {
-      const job = await h.operator.deadLetterQueue().getJob(jobIdFor(tenant.environmentId, poison.messageId));
-      return job !== undefined && (await job.getState()) === 'failed';
-    },
-    { timeoutMs: 60_000 },
-  );
-  if (!parked) throw new Error('the worker did not dead-letter the event');
+  for (const event of [poison, poisonLive]) {
+    const sent = await request(gateway.url, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': tenant.key }, body: trackBody(event) });
+    if (sent.status !== 202) throw new Error(`track: ${sent.status} ${sent.text}`);
+    const parked = await eventually(
+      async () => {
+        const job = await h.operator.deadLetterQueue().getJob(jobIdFor(tenant.environmentId, event.messageId));
+        return job !== undefined && (await job.getState()) === 'failed';
+      },
+      { timeoutMs: 60_000 },
+    );
+    if (!parked) throw new Error('the worker did not dead-letter the event');
+  }
   await addOperator(h.db, 'ada', 'admin', PASSWORD);
   await addOperator(h.db, 'rita', 'read-only', PASSWORD);
   dashboard = await consoleInProcess(h.env);
@@ -92,7 +97,7 @@ test.serial('an admin sees the refused event and why; Retry has the worker store
   const ada = await logInAs(dashboard.url, 'ada', PASSWORD);
   const listed = await call(dashboard.url, lettersPath(), page(ada));
   t.is(listed.status, 200);
-  const row = listed.text.split('<tr>').find((r) => r.includes(poison.messageId)) ?? '';
+  const row = listed.text.split('<tr>').find((r) => r.includes(`>${poison.messageId}<`)) ?? '';
   t.true(row.includes(`<bdi class="mono">${poison.userId}</bdi>`), row);
   t.regex(row, new RegExp(`<span class="pill failed">failed</span> <bdi>23514: [^<]*${CONSTRAINT}`), 'why: PostgreSQL’s refusal');
   const job = jobIdFor(tenant.environmentId, poison.messageId);
@@ -133,11 +138,33 @@ test.serial('an admin sees the refused event and why; Retry has the worker store
 
   const after = await call(dashboard.url, `${lettersPath()}&retried=${poison.messageId}`, page(ada));
   t.regex(after.text, /is being retried/);
-  t.regex(after.text, /No dead letter in this environment\./);
+  t.false(after.text.includes(`id=${poison.messageId}"`), 'no longer listed (the flash names it)');
+  t.true(after.text.includes(`id=${poisonLive.messageId}"`), 'the other dead letter still is');
   // Nothing failed is left: a second retry changes nothing and says so.
   const again = await retry(ada, { env: tenant.slug, job });
   t.is(again.status, 409);
   t.is(await h.db.consoleAudit.count({ where: { action: 'event.retry' } }), 1);
   // Another environment's path value does not reach this environment's dead letter.
   t.is((await retry(ada, { env: 'no-such-env', job })).status, 404);
+});
+
+test.serial("the live view's Retry, by a signed-in operator, is audited the same way", async (t) => {
+  // The live view's button needs a writable dashboard, which needs a password.
+  const writable = await consoleInProcess({ ...h.env, DASHBOARD_PASSWORD: 'a dashboard password', DASHBOARD_READ_ONLY: 'false' });
+  t.teardown(() => writable.close());
+  const ada = await logInAs(writable.url, 'ada', PASSWORD);
+  const job = jobIdFor(tenant.environmentId, poisonLive.messageId);
+  const retried = await call(writable.url, '/live/dead-letters/retry', {
+    method: 'POST',
+    headers: { cookie: ada.cookie, 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+    body: new URLSearchParams({ job, _csrf: ada.csrfToken }).toString(),
+  });
+  t.is(retried.status, 303, retried.text);
+  const stored = await eventually(
+    async () => (await h.db.event.findFirst({ where: { environmentId: tenant.environmentId, messageId: poisonLive.messageId } }))?.status === 'processed',
+    { timeoutMs: 30_000 },
+  );
+  t.true(stored);
+  const audit = await h.db.consoleAudit.findFirst({ where: { action: 'event.retry', detail: { contains: poisonLive.messageId } } });
+  t.like(audit, { operator: 'ada', target: tenant.slug });
 });
