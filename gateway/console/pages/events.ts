@@ -2,14 +2,15 @@
 // userId or anonymousId, status, time range), newest first, a page at a time by key
 // (events/event-search.ts), with the events still queued shown first as `pending`;
 // /console/event shows one event: its stored JSON, status, journey size-limit flag and what the
-// worker did with it (stored when, the journey runs it started).
+// worker did with it (stored when, the journey runs it started). Both link to the environment's
+// dead letters (dead-letters.ts), where a failed event is retried.
 import type Koa from 'koa';
 import { eventDetail, formatEventKey, parseEventKey, searchEvents, SEARCH_SCAN, type EventSearch } from '../../../events/event-search.ts';
 import { environmentByPath, listEnvironments, type EnvironmentChoice } from '../../live/data.ts';
 import { callerText, esc, HIDDEN, mono, pill, table, when } from '../../live/html.ts';
 import { hiddenWhy, showsPersonalData } from './access.ts';
-import type { PagesDeps } from './deps.ts';
 import { DEAD_LETTERS_PATH } from '../console-paths.ts';
+import type { PagesDeps } from './deps.ts';
 import { queuedEvents } from './queued.ts';
 import { consolePage, fields, jsonBlock, query, yesNo } from './view.ts';
 
