@@ -2,8 +2,8 @@
 // userId or anonymousId, status, time range), newest first, a page at a time by key
 // (events/event-search.ts), with the events still queued shown first as `pending`;
 // /console/event shows one event: its stored JSON, status, journey size-limit flag and what the
-// worker did with it (stored when, the journey runs it started). Both link to the environment's
-// dead letters (dead-letters.ts), where a failed event is retried.
+// worker did with it (stored when, the journey runs it started). The search, and a failed event's
+// page, link to the environment's dead letters (dead-letters.ts), where it is retried.
 import type Koa from 'koa';
 import { eventDetail, formatEventKey, parseEventKey, searchEvents, SEARCH_SCAN, type EventSearch } from '../../../events/event-search.ts';
 import { environmentByPath, listEnvironments, type EnvironmentChoice } from '../../live/data.ts';
