@@ -12,3 +12,6 @@ var done=function(){b.textContent='Copied'};if(navigator.clipboard)navigator.cli
 export const PERSON_ACTIONS_PATH = '/console/person/';
 /** A privacy request's page, PRIVACY_REQUESTS_PATH/<id>, and its export's download, …/<id>/export. */
 export const PRIVACY_REQUESTS_PATH = '/console/privacy-requests';
+
+/** The environment's dead letters (gateway/console/pages/dead-letters.ts), linked from the events pages; its Retry posts to …/retry. */
+export const DEAD_LETTERS_PATH = '/console/dead-letters';

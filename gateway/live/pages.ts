@@ -9,11 +9,12 @@ import type { Queue } from 'bullmq';
 import type Koa from 'koa';
 import type { Config } from '../../platform/config.ts';
 import type { Db } from '../../platform/db.ts';
-import { retryFailedEvent } from '../../events/dead-letter-retry.ts';
+import { isDeadLetterJobId, retryDeadLetter } from '../../events/dead-letter-retry.ts';
 import { LIVE_ROUTES, liveKeyPrefix } from '../../platform/live-keys.ts';
 import type { DeadLetterJob, EventBatchJob } from '../../events/jobs.ts';
 import type { Redis } from '../../platform/redis.ts';
 import { readBody, type ConsoleState } from '../console/auth.ts';
+import { retryDeadLetterAudited } from '../console/dead-letter-actions.ts';
 import { sameOrigin, seesPersonalData } from './access.ts';
 import {
   answerRates,
@@ -272,15 +273,15 @@ async function retry(deps: Reads, ctx: Koa.Context) {
   // The operators' gate has read a form already, for its CSRF token.
   const form = new URLSearchParams((ctx.state as ConsoleState).form ?? (await readBody(ctx.req, 16_384)));
   const jobId = form.get('job') ?? '';
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(jobId)) {
+  if (!isDeadLetterJobId(jobId)) {
     ctx.status = 400;
     ctx.body = 'job is required';
     return;
   }
-  // The one event this job holds, read on demand.
-  const event = (await deps.deadLetterQueue.getJob(jobId))?.data?.event;
-  const outcome = event ? await retryFailedEvent(deps.deadLetterQueue, deps.db, event.environmentId, event.messageId) : 'not-failed';
-  if (!event || outcome === 'not-failed') {
+  // Signed in as an operator, the retry is audited with the operator's name, as from the console.
+  const operator = (ctx.state as ConsoleState).operator;
+  const event = operator ? await retryDeadLetterAudited(deps, operator.name, jobId) : await retryDeadLetter(deps.deadLetterQueue, deps.db, jobId);
+  if (!event) {
     ctx.status = 409;
     ctx.body = 'this dead letter has not failed';
     return;

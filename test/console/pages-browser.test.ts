@@ -1,16 +1,20 @@
 // The console's pages as an operator uses them, in Debian's chromium driven by playwright-core (no
 // browser download): log in, send a Track event and an Identify call through the gateway (202,
 // 200), find the event on the events page by its name, open it and read its payload, follow its
-// user to the person page (traits, events), open the keys page, find a refused call on the
-// refused calls page, forget the person (typed confirmation, the request polled to succeeded:
-// gone), and log out. No page asks anything of another origin. A screenshot of each page is
-// written to test-results/console-pages/, or where CONSOLE_SHOTS says (CONSOLE_SHOTS=docs/images
-// renews those of docs/operations.md, "Console pages").
+// user to the person page (traits, events); on the keys page create a key (shown once, copied
+// with its button), send a Track event with it (202), revoke it through the confirmation page and
+// see the gateway answer 401 to it at once; find a refused call on the refused calls page; find an
+// event the worker refused on the dead letters page with why, and retry it once the cause is gone
+// (stored); forget the person (typed confirmation, the request polled to succeeded: gone), and log
+// out. No page asks anything of another origin. A screenshot of each page is written to
+// test-results/console-pages/, or where CONSOLE_SHOTS says (CONSOLE_SHOTS=docs/images renews
+// those of docs/operations.md, "Console pages").
 import { launchChromium, type Browser } from '../helpers/chromium.ts';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
+import { keySuffix } from '../../environments/api-key.ts';
 import { addOperator } from '../../gateway/console/operators.ts';
 import { consoleDatabase, consoleInProcess } from '../helpers/console.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -21,6 +25,8 @@ import { closeEmptied, newTenant, openHarness, type Harness, type Tenant } from 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SHOTS = path.resolve(ROOT, process.env.CONSOLE_SHOTS ?? 'test-results/console-pages');
 const PASSWORD = 'correct horse battery staple';
+/** Refuses a processed `Poison` event, and nothing else: the worker dead-letters it (this file's own database). */
+const CONSTRAINT = 'browser_poison';
 
 let h: Harness;
 let tenant: Tenant;
@@ -32,6 +38,7 @@ let browser: Browser | undefined;
 test.before(async () => {
   const url = await consoleDatabase('console_pages_browser');
   h = await openHarness({ DATABASE_URL: url, DASHBOARD_PORT: '0' });
+  await dropConstraint();
   tenant = await newTenant(h);
   opened.push(await workerInProcess(h));
   const gateway = await gatewayInProcess(h);
@@ -42,15 +49,20 @@ test.before(async () => {
   opened.push(dashboard);
   mkdirSync(SHOTS, { recursive: true });
   browser = await launchChromium({ viewport: { width: 1280, height: 800 } });
+  // The copy button writes to the clipboard, which the test reads back.
+  await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: dashboard.url });
 });
+
+const dropConstraint = () => h.db.$executeRawUnsafe(`ALTER TABLE events DROP CONSTRAINT IF EXISTS ${CONSTRAINT}`);
 
 test.after.always(async () => {
   await browser?.close();
   for (const o of opened.reverse()) await o.close().catch(() => {});
+  await dropConstraint().catch(() => {});
   await closeEmptied(h);
 });
 
-test('an operator logs in, finds the event just sent, reads its payload and opens the person', async (t) => {
+test('an operator logs in, finds the event just sent, opens the person, creates, uses and revokes a key, retries a dead letter and forgets the person', async (t) => {
   const page = await browser!.context.newPage();
   const asked: string[] = [];
   page.on('request', (r) => asked.push(r.url()));
@@ -115,6 +127,33 @@ test('an operator logs in, finds the event just sent, reads its payload and open
   t.false(keys.includes(tenant.key));
   await page.screenshot({ path: path.join(SHOTS, 'console-keys.png'), fullPage: true });
 
+  // A new key: shown once, copied with its button, and Track takes it.
+  await Promise.all([page.waitForURL(/\/console\/keys\/create$/), page.click('form[action="/console/keys/create"] button[type="submit"]')]);
+  t.is(await page.textContent('h1'), 'New key');
+  const key = await page.inputValue('#new-key');
+  t.regex(await page.locator('main').innerText(), /shown only now/);
+  await page.click('button[data-copy="new-key"]');
+  await page.locator('button[data-copy="new-key"]', { hasText: 'Copied' }).waitFor();
+  t.is(await page.evaluate(() => navigator.clipboard.readText()), key);
+  await page.screenshot({ path: path.join(SHOTS, 'console-key-created.png'), fullPage: true });
+  const withKey = (k: string) => request(gatewayUrl, `/api/track/${tenant.slug}`, { headers: { 'x-api-key': k }, body: trackBody({ userId: 'kim' }) });
+  const used = await withKey(key);
+  t.is(used.status, 202, used.text);
+
+  // Revoked through the confirmation page: the next call with it answers 401 (every gateway dropped its cached lookup).
+  await Promise.all([page.waitForURL(/\/console\/keys\?org=/), page.click('a:text("Back to the keys")')]);
+  t.false((await page.locator('main').innerText()).includes(key), 'listed by its suffix only');
+  const suffix = keySuffix(key);
+  await Promise.all([page.waitForURL(/\/console\/keys\/revoke\?/), page.click(`a[href*="suffix=${suffix}"]`)]);
+  t.is(await page.textContent('h1'), 'Revoke a key');
+  t.regex(await page.locator('main').innerText(), /cannot be undone/);
+  await page.screenshot({ path: path.join(SHOTS, 'console-key-revoke.png'), fullPage: true });
+  await Promise.all([page.waitForURL(/\/console\/keys\?.*revoked=/), page.click(`button:text("Revoke key ${suffix}")`)]);
+  t.regex(await page.locator('.flash').innerText(), new RegExp(`Key ${suffix} is revoked`));
+  t.regex(await page.locator('table tr', { hasText: suffix }).innerText(), /revoked/);
+  t.is((await withKey(key)).status, 401);
+  t.is((await withKey(tenant.key)).status, 202, 'the other key still works');
+
   // A refused call, from the navigation bar: its check and the key's suffix, never the key.
   const bad = await request(gatewayUrl, `/api/track/${tenant.slug}`, { headers, body: '{"type":"track","event":"Checkout Completed","userId":"eve",' });
   t.is(bad.status, 400);
@@ -128,6 +167,27 @@ test('an operator logs in, finds the event just sent, reads its payload and open
   t.true(refusedText.includes(`…${tenant.suffix}`));
   t.false((await page.locator('main').innerText()).includes(tenant.key));
   await page.screenshot({ path: path.join(SHOTS, 'console-refused.png'), fullPage: true });
+
+  // An event the worker refuses: on the dead letters page with why; retried once the cause is gone, it is stored.
+  await h.db.$executeRawUnsafe(`ALTER TABLE events ADD CONSTRAINT ${CONSTRAINT} CHECK (status <> 'processed' OR event <> 'Poison') NOT VALID`);
+  const poison = `br-dl-${Date.now()}`;
+  t.is(
+    (await request(gatewayUrl, `/api/track/${tenant.slug}`, { headers, body: trackBody({ messageId: poison, event: 'Poison', userId: 'mallory' }) })).status,
+    202,
+  );
+  const statusOf = async () => (await h.db.event.findFirst({ where: { environmentId: tenant.environmentId, messageId: poison } }))?.status;
+  t.true(await eventually(async () => (await statusOf()) === 'failed', { timeoutMs: 60_000 }));
+  await page.goto(`${dashboard.url}/console/events?${new URLSearchParams({ env: tenant.slug, status: 'failed' })}`);
+  await Promise.all([page.waitForURL(/\/console\/dead-letters\?/), page.click('a:text("Dead letters (failed events, with Retry)")')]);
+  const letter = page.locator('table tr', { hasText: poison });
+  t.true(await eventually(async () => (await letter.count()) === 1 || (await page.reload(), false), { timeoutMs: 15_000 }));
+  t.regex(await letter.innerText(), new RegExp(`mallory\\s+failed 23514: .*${CONSTRAINT}`));
+  await page.screenshot({ path: path.join(SHOTS, 'console-dead-letters.png'), fullPage: true });
+  await dropConstraint();
+  await Promise.all([page.waitForURL(/retried=/), letter.locator('button:text("Retry")').click()]);
+  t.regex(await page.locator('.flash').innerText(), new RegExp(`${poison} is being retried`));
+  t.true(await eventually(async () => (await statusOf()) === 'processed', { timeoutMs: 30_000 }));
+  t.like(await h.db.consoleAudit.findFirst({ where: { action: 'event.retry' } }), { operator: 'ops-alice', target: tenant.slug });
 
   // Forget the person: a wrong confirmation changes nothing; the right one is a request whose page
   // reloads itself until it succeeded, and the person is gone.

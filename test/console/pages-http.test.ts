@@ -310,13 +310,14 @@ test.serial('once an operator exists each page needs a session; an admin sees pe
   const paths = [
     `/console/events${q({ env: env() })}`,
     `/console/event${q({ env: env(), id: 'pg-000' })}`,
+    `/console/dead-letters${q({ env: env() })}`,
     `/console/person${q({ env: env(), user: 'ann' })}`,
     `/console/keys${q({ org: tenant.slug })}`,
     '/console/keys',
     `/console/refused${q({ env: env() })}`,
     '/console/refused',
   ];
-  t.is(CONSOLE_PAGES.length, 5);
+  t.is(CONSOLE_PAGES.length, 6);
   for (const path of paths) {
     const script = await call(dashboard.url, path);
     t.is(script.status, 401, path);
@@ -325,7 +326,7 @@ test.serial('once an operator exists each page needs a session; an admin sees pe
     t.is(browser.status, 303, path);
     t.is(browser.headers.get('location'), `/login?next=${encodeURIComponent(path)}`);
   }
-  for (const action of ['/console/person/forget', '/console/keys/revoke'])
+  for (const action of ['/console/person/forget', '/console/keys/revoke', '/console/dead-letters/retry'])
     t.is((await call(dashboard.url, action, { method: 'POST', body: { env: env(), user: 'ann' } })).status, 401, action);
 
   const admin = await logInAs(dashboard.url, 'alice', PASSWORD);
@@ -353,7 +354,7 @@ test.serial('once an operator exists each page needs a session; an admin sees pe
   const missing = await call(dashboard.url, `/console/event${q({ env: env(), id: 'nope' })}`, { headers: as(admin) });
   t.is(missing.status, 404);
 
-  const person = await call(dashboard.url, paths[2], { headers: as(admin) });
+  const person = await call(dashboard.url, paths[3], { headers: as(admin) });
   t.is(person.status, 200);
   const text = person.text;
   t.regex(text, /<bdi class="mono">ann<\/bdi>, <bdi class="mono">ann-old<\/bdi>/, 'joined user IDs');
@@ -378,7 +379,7 @@ test.serial('once an operator exists each page needs a session; an admin sees pe
   // The actions: forms that post with the session's CSRF token (test/console/person-actions.test.ts submits them).
   for (const action of ['export', 'suppress', 'unsuppress', 'forget']) t.true(text.includes(`<form method="post" action="/console/person/${action}">`), action);
   t.true(text.includes(`name="_csrf" value="${admin.csrfToken}"`));
-  const keys = await call(dashboard.url, paths[3], { headers: as(admin) });
+  const keys = await call(dashboard.url, paths[4], { headers: as(admin) });
   t.true(keys.text.includes('action="/console/keys/create"'));
   t.true(keys.text.includes(`name="_csrf" value="${admin.csrfToken}"`));
 
@@ -390,10 +391,10 @@ test.serial('once an operator exists each page needs a session; an admin sees pe
   const hiddenOne = await call(dashboard.url, paths[1], { headers: as(viewer) });
   t.false(hiddenOne.text.includes(SECRET));
   t.regex(hiddenOne.text, /a read-only operator sees no personal data/);
-  t.is((await call(dashboard.url, paths[2], { headers: as(viewer) })).status, 403);
+  t.is((await call(dashboard.url, paths[3], { headers: as(viewer) })).status, 403);
   // No form but the bar's Log out.
   t.deepEqual(
-    [...(await call(dashboard.url, paths[3], { headers: as(viewer) })).text.matchAll(/<form [^>]*method="post"[^>]*>/g)].map((m) => m[0]),
+    [...(await call(dashboard.url, paths[4], { headers: as(viewer) })).text.matchAll(/<form [^>]*method="post"[^>]*>/g)].map((m) => m[0]),
     ['<form class="logout" method="post" action="/logout">'],
   );
   // A read-only operator's change is refused by the gate (403), before any page.

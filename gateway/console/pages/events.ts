@@ -2,12 +2,14 @@
 // userId or anonymousId, status, time range), newest first, a page at a time by key
 // (events/event-search.ts), with the events still queued shown first as `pending`;
 // /console/event shows one event: its stored JSON, status, journey size-limit flag and what the
-// worker did with it (stored when, the journey runs it started).
+// worker did with it (stored when, the journey runs it started). The search, and a failed event's
+// page, link to the environment's dead letters (dead-letters.ts), where it is retried.
 import type Koa from 'koa';
 import { eventDetail, formatEventKey, parseEventKey, searchEvents, SEARCH_SCAN, type EventSearch } from '../../../events/event-search.ts';
 import { environmentByPath, listEnvironments, type EnvironmentChoice } from '../../live/data.ts';
 import { callerText, esc, HIDDEN, mono, pill, table, when } from '../../live/html.ts';
 import { hiddenWhy, showsPersonalData } from './access.ts';
+import { DEAD_LETTERS_PATH } from '../console-paths.ts';
 import type { PagesDeps } from './deps.ts';
 import { queuedEvents } from './queued.ts';
 import { consolePage, fields, jsonBlock, query, yesNo } from './view.ts';
@@ -41,7 +43,7 @@ export async function chosenEnvironment(deps: PagesDeps, ctx: Koa.Context) {
   return { choices, asked, env };
 }
 
-function environmentField(sel: { choices: EnvironmentChoice[]; asked?: string; env: EnvironmentChoice | null }): string {
+export function environmentField(sel: { choices: EnvironmentChoice[]; asked?: string; env: EnvironmentChoice | null }): string {
   const options = sel.choices.map((c) => `<option value="${esc(c.pathValue)}">${esc(c.org)}${c.removed ? ' (removed)' : ''}</option>`).join('');
   return `<label>environment <input name="env" list="environments" value="${esc(sel.env?.pathValue ?? sel.asked ?? '')}" size="24"></label><datalist id="environments">${options}</datalist>`;
 }
@@ -52,6 +54,10 @@ export function noEnvironment(asked: string | undefined): string {
 
 export const eventLink = (pathValue: string, messageId: string, label: string) =>
   `<a href="${EVENT_PATH}${esc(query({ env: pathValue, id: messageId }))}">${label}</a>`;
+
+/** The failed events are retried from the dead letters' page (dead-letters.ts). */
+export const deadLettersLink = (pathValue: string) =>
+  `<a href="${DEAD_LETTERS_PATH}${esc(query({ env: pathValue }))}">Dead letters (failed events, with Retry) →</a>`;
 
 export const personLink = (pathValue: string, userId: string, label: string) =>
   `<a href="/console/person${esc(query({ env: pathValue, user: userId }))}">${label}</a>`;
@@ -120,7 +126,7 @@ async function results(
     limit: PAGE_SIZE,
   };
   const stored = f.status === 'pending' ? null : await searchEvents(deps.db, search);
-  let out = `<p class="note">Organization ${mono(env.org)}, environment ${mono(env.pathValue)}${env.removed ? ' (removed)' : ''}.</p>`;
+  let out = `<p class="note">Organization ${mono(env.org)}, environment ${mono(env.pathValue)}${env.removed ? ' (removed)' : ''}. ${deadLettersLink(env.pathValue)}</p>`;
 
   // The queued events come first, on the first page only (they are not stored yet: no key orders them among the stored).
   if (!f.before && (f.status === undefined || f.status === 'pending')) {
@@ -226,7 +232,10 @@ async function oneEvent(deps: PagesDeps, ctx: Koa.Context, env: EnvironmentChoic
     fields([
       ['messageId', mono(e.messageId)],
       ['event', callerText(e.event)],
-      ['status', pill(e.status) + (e.error ? ` ${personal ? callerText(e.error) : HIDDEN}` : '')],
+      [
+        'status',
+        pill(e.status) + (e.error ? ` ${personal ? callerText(e.error) : HIDDEN}` : '') + (e.status === 'failed' ? ` ${deadLettersLink(env.pathValue)}` : ''),
+      ],
       ['received', when(e.receivedAt)],
       ['timestamp', when(e.timestamp)],
       ['user', user],
