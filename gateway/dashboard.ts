@@ -88,7 +88,7 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   const probes = { readyz: readyz({ db, redis }), metrics: metrics(registry) };
   const live = livePages({ config, db, redis, eventsQueues, deadLetterQueue });
   const pages = consolePages({ config, db, redis, eventsQueues });
-  const operators = consoleAuth({ db, limits: deps.loginLimits });
+  const operators = consoleAuth({ db, redis, config, log, limits: deps.loginLimits });
   const admin = lazyConsole(config, db, log);
   // Malformed HTTP, an unknown Expect, no Host: a JSON error as on the gateway, not Node's empty body.
   answerInJson(server, createDashboardApp({ config, queues, live, pages, probes, log, operators, admin: admin.api, keys: admin.pages }).callback());
