@@ -11,7 +11,7 @@ import { claimExpired, PRIVACY_ATTEMPTS } from '../../gateway/console/privacy-le
 import { poolOf } from '../../platform/db.ts';
 import { environmentLock, LOCK_SHARED_SQL, lockParam } from '../../profiles/person.ts';
 import type { Workers } from '../../workers/main.ts';
-import { call, consoleDatabase } from '../helpers/console.ts';
+import { call, consoleDatabase, logInAs } from '../helpers/console.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { acceptedTrack, appliedIdentify, request } from '../helpers/http.ts';
 import { gatewayInProcess, spawnIntake, workerInProcess, type Child, type InProcessGateway } from '../helpers/processes.ts';
@@ -125,6 +125,11 @@ test.serial('a forget request whose dashboard is killed while it runs is run aga
     const profile = await request(gateway.url, `/api/profiles/${tenant.slug}/ada-lovelace`, { method: 'GET', headers: { 'x-api-key': tenant.key } });
     t.is(profile.status, 404);
     t.is(await eventsOf('ada-lovelace'), 0);
+    // The request's page in the console says it took two runs.
+    const session = await logInAs(second.url, 'ada', PASSWORD);
+    const page = await call(second.url, `/console/privacy-requests/${id}`, { headers: { accept: 'text/html', cookie: session.cookie } });
+    t.is(page.status, 200);
+    t.true(page.text.includes('<dt>runs</dt><dd>2</dd>'), page.text);
     // Ended: the raw user ID and the lease are gone from the row.
     t.like(await row(id), { userId: null, leaseOwner: null, leaseUntil: null });
   } finally {
