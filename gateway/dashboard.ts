@@ -29,6 +29,7 @@ import { seesPersonalData } from './live/access.ts';
 import { consoleAuth, type ConsoleAuth, type ConsoleState } from './console/auth.ts';
 import { consolePages } from './console/pages/index.ts';
 import type { LoginLimits } from './console/login-limit.ts';
+import { anyClaimable } from './console/privacy-leases.ts';
 import { COPY_SCRIPT, COPY_SCRIPT_PATH, KEYS_PATH, PERSON_ACTIONS_PATH, PRIVACY_REQUESTS_PATH } from './console/console-paths.ts';
 
 export interface Dashboard {
@@ -88,7 +89,7 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
   const probes = { readyz: readyz({ db, redis }), metrics: metrics(registry) };
   const live = livePages({ config, db, redis, eventsQueues, deadLetterQueue });
   const pages = consolePages({ config, db, redis, eventsQueues, deadLetterQueue });
-  const operators = consoleAuth({ db, limits: deps.loginLimits });
+  const operators = consoleAuth({ db, redis, config, log, limits: deps.loginLimits });
   const admin = lazyConsole(config, db, log);
   // Malformed HTTP, an unknown Expect, no Host: a JSON error as on the gateway, not Node's empty body.
   answerInJson(server, createDashboardApp({ config, queues, live, pages, probes, log, operators, admin: admin.api, keys: admin.pages }).callback());
@@ -115,11 +116,11 @@ export async function startDashboard(deps: { config: Config; db: Db; log: Logger
  * The admin API (gateway/console/admin-api.ts), the console's keys page (keys-page.ts) and the
  * person page's actions with their privacy requests' pages (person-actions.ts), loaded with the
  * operator commands' code on the first request to any of them: a dashboard nobody calls them on
- * starts as fast as without them. The API authenticates by itself (before the operators' gate);
+ * starts as fast as without them (or on the first privacy request to resume). The API authenticates by itself (before the operators' gate);
  * the pages sit behind the gate. The API and the actions share one PrivacyRequests.
  */
 function lazyConsole(config: Config, db: Db, log: Logger): { api: Koa.Middleware; pages: Koa.Middleware; close(): Promise<void> } {
-  type Loaded = { api: Koa.Middleware; pages: Koa.Middleware; close(): Promise<void> };
+  type Loaded = { api: Koa.Middleware; pages: Koa.Middleware; resume(): Promise<void>; close(): Promise<void> };
   let loaded: Promise<Loaded> | undefined;
   const load = async (): Promise<Loaded> => {
     const [{ adminApi }, { keysPages }, { personActions }, { createPrivacyRequests }, { loadQueueModules, openOperator }] = await Promise.all([
@@ -139,6 +140,7 @@ function lazyConsole(config: Config, db: Db, log: Logger): { api: Koa.Middleware
     return {
       api: api.middleware,
       pages: (ctx, next) => (ctx.path.startsWith(KEYS_PATH) ? keys(ctx, next) : actions(ctx, next)),
+      resume: () => requests.resume(),
       async close() {
         await api.close();
         await requests.close();
@@ -146,6 +148,17 @@ function lazyConsole(config: Config, db: Db, log: Logger): { api: Koa.Middleware
       },
     };
   };
+  // Privacy requests whose dashboard stopped under them (privacy-leases.ts): looked for at start
+  // and every half lease, with one small query; the requests' code is loaded only when one is found.
+  let looking: Promise<void> | undefined;
+  const look = () =>
+    (looking ??= (async () => {
+      if (await anyClaimable(db)) await (await (loaded ??= load())).resume();
+    })()
+      .catch((err: Error) => log.warn({ err: err.message }, 'privacy requests not resumed'))
+      .finally(() => (looking = undefined)));
+  void look();
+  const watch = setInterval(look, Math.floor(config.privacyRequestLeaseMs / 2)).unref();
   return {
     api: async (ctx, next) => {
       if (ctx.path !== '/admin/api' && !ctx.path.startsWith('/admin/api/')) return next();
@@ -156,6 +169,8 @@ function lazyConsole(config: Config, db: Db, log: Logger): { api: Koa.Middleware
       return (await (loaded ??= load())).pages(ctx, next);
     },
     close: async () => {
+      clearInterval(watch);
+      await looking;
       if (loaded) await (await loaded).close();
     },
   };

@@ -415,6 +415,12 @@ const settings = {
     doc: '`intake` reads settings from this file of its working directory when it exists; a variable set in the environment wins over the file. Read from the environment only; empty = no file',
     parse: text,
   },
+  privacyRequestLeaseMs: {
+    env: 'PRIVACY_REQUEST_LEASE_MS',
+    default: '30000',
+    doc: 'how long a dashboard holds an admin API privacy request it runs without renewing its lease (it renews it every third of this): once a lease ends (the dashboard was killed) another dashboard, or this one restarted, takes the request and runs it again. Every dashboard looks for such requests at start and every half of this',
+    parse: int(1000, 3_600_000),
+  },
   liveIdentifyCalls: {
     env: 'LIVE_IDENTIFY_CALLS',
     default: '200',

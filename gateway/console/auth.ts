@@ -3,7 +3,9 @@
 // and password sets an HttpOnly, SameSite=Strict cookie (Secure unless the request is plain HTTP
 // to a loopback address); every change (any method but GET and HEAD) needs the session's CSRF
 // token as well, in the X-CSRF-Token header or a form's `_csrf` field; a read-only operator
-// changes nothing (403). Logins are limited per address and per name (login-limit.ts). With no
+// changes nothing (403). Logins are limited per address and per name, counted in Redis so that
+// every dashboard process shares the counts (login-limit.ts; without Redis a login is refused,
+// 503). With no
 // operator the dashboard is what it was without them: DASHBOARD_PASSWORD's basic auth when set,
 // else loopback, read-only, personal data hidden (gateway/dashboard.ts).
 import type { IncomingMessage } from 'node:http';
@@ -14,7 +16,10 @@ import { isLoopback } from '../../platform/loopback.ts';
 import { sameOrigin } from '../live/access.ts';
 import { ICON_LINKS } from '../live/favicon.ts';
 import { esc } from '../live/html.ts';
-import { createLoginLimit, type LoginLimit, type LoginLimits } from './login-limit.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Logger } from '../../platform/logger.ts';
+import type { Redis } from '../../platform/redis.ts';
+import { createLoginLimit, LoginLimitUnavailable, type LoginLimit, type LoginLimits } from './login-limit.ts';
 import { anyOperator, csrfMatches, csrfTokenOf, logIn, logOut, operatorOfSession, SESSION_MS, type SignedIn } from './operators.ts';
 
 /** What a request carries once it passed the gate: `ctx.state.operator` and, with a session, `ctx.state.csrfToken`. */
@@ -123,9 +128,16 @@ export interface ConsoleAuth {
   gate(otherwise: Koa.Middleware | null): Koa.Middleware;
 }
 
-export function consoleAuth(deps: { db: Db; limits?: Partial<LoginLimits> }): ConsoleAuth {
-  const { db } = deps;
-  const limit: LoginLimit = createLoginLimit(deps.limits);
+export function consoleAuth(deps: {
+  db: Db;
+  /** The dashboard's connection (fail-fast), on which failed logins are counted. */
+  redis: Redis;
+  config: Pick<Config, 'queuePrefix' | 'redisClusterNodes'>;
+  log: Logger;
+  limits?: Partial<LoginLimits>;
+}): ConsoleAuth {
+  const { db, log } = deps;
+  const limit: LoginLimit = createLoginLimit({ redis: deps.redis, config: deps.config }, deps.limits);
 
   async function login(ctx: Koa.Context) {
     if (reads(ctx.method)) {
@@ -142,17 +154,24 @@ export function consoleAuth(deps: { db: Db; limits?: Partial<LoginLimits> }): Co
     const password = form.get('password') ?? '';
     const next = nextPath(form.get('next'));
     const address = ctx.req.socket.remoteAddress ?? 'unknown';
-    const wait = limit.blocked(address, name);
+    let wait: number;
+    try {
+      wait = await limit.attempt(address, name);
+    } catch (err) {
+      if (!(err instanceof LoginLimitUnavailable)) throw err;
+      // Fail closed: a login whose failures cannot be counted is not tried (login-limit.ts).
+      log.warn({ err: err.message }, 'login refused: failed logins cannot be counted');
+      ctx.set('Retry-After', '5');
+      return loginFailed(ctx, 503, 'Logins are unavailable (the dashboard cannot reach Redis): try again later', next);
+    }
     if (wait > 0) {
       ctx.set('Retry-After', String(Math.ceil(wait / 1000)));
       return loginFailed(ctx, 429, 'Too many failed logins: try again later', next);
     }
     const session = name && password ? await logIn(db, name, password) : null;
-    if (!session) {
-      limit.failed(address, name);
-      return loginFailed(ctx, 401, 'Wrong name or password', next);
-    }
-    limit.succeeded(name);
+    // The attempt was counted as a failure already; a right password takes it back.
+    if (!session) return loginFailed(ctx, 401, 'Wrong name or password', next);
+    await limit.succeeded(address, name).catch((err: Error) => log.warn({ err: err.message }, 'failed logins of a name not cleared'));
     setCookie(ctx, session.sessionId, Math.floor(SESSION_MS / 1000));
     ctx.set('Cache-Control', 'no-store');
     const csrfToken = csrfTokenOf(session.sessionId);

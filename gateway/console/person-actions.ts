@@ -99,7 +99,9 @@ export function personActions(deps: { db: Db; requests: PrivacyRequests }): Koa.
       ['started', request.startedAt === null ? '' : when(request.startedAt)],
       ['finished', request.finishedAt === null ? '' : when(request.finishedAt)],
       ...(request.result ? ([['result', `<span class="mono">${callerText(JSON.stringify(request.result))}</span>`]] as [string, string][]) : []),
-      ...(request.error === null ? [] : ([['error', callerText(request.error)]] as [string, string][])),
+      // Runs: more than one when a run failed (retried) or its dashboard stopped under it (resumed by another).
+      ...(request.attempts > 1 ? ([['runs', String(request.attempts)]] as [string, string][]) : []),
+      ...(request.error === null ? [] : ([[done ? 'error' : 'last run’s error', callerText(request.error)]] as [string, string][])),
     ]);
     if (!done) body += `<p class="note">The request is ${esc(request.status)}: this page reloads until it is done (<a href="${esc(ctx.url)}">reload</a>).</p>`;
     if (request.action === 'export' && request.status === 'succeeded') {

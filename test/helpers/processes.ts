@@ -1,4 +1,4 @@
-// Gateways and workers: in-process (fast) or as child processes of `bin/intake.js`
+// Gateways, workers and dashboards: in-process (fast) or as child processes of `bin/intake.js`
 // (for races between processes, SIGKILL and SIGTERM).
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -111,14 +111,14 @@ export interface Child {
 }
 
 /** Start `intake <command>` with the harness's environment; resolves once it says it is up. */
-export function spawnIntake(command: 'gateway' | 'worker', env: Record<string, string>, timeoutMs = 30_000): Promise<Child> {
+export function spawnIntake(command: 'gateway' | 'worker' | 'dashboard', env: Record<string, string>, timeoutMs = 30_000): Promise<Child> {
   const child = spawn(process.execPath, [bin, command], {
     env: { ...process.env, ...env, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
-  const ready = command === 'gateway' ? /"msg":"gateway listening"/ : /"msg":"worker started"/;
+  const ready = command === 'gateway' ? /"msg":"gateway listening"/ : command === 'dashboard' ? /"msg":"dashboard listening"/ : /"msg":"worker started"/;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
