@@ -13,6 +13,7 @@ export default {
     'test/cluster/redis-failover.test.ts',
     'test/cluster/redis-cluster.test.ts',
     'test/cluster/partition-health.test.ts',
+    'test/cluster/login-limit-cluster.test.ts',
   ],
   timeout: '5m',
   concurrency: 1,
