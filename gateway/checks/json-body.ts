@@ -1,3 +1,4 @@
+import { lingerAfterAnswer } from '../linger.ts';
 import { readBodyText } from '../read-body.ts';
 import { requestTimeout, tooManyRequests, type ApiError } from '../errors.ts';
 import type { Admission, EnvironmentSlots, UploadSlot } from '../admission.ts';
@@ -80,8 +81,9 @@ export function jsonBody(limitBytes: number, errors: BodyErrors, uploads: Upload
     } catch (err) {
       const status = (err as { status?: number }).status;
       if (status === 413) {
-        // Do not read the rest of an oversized upload.
+        // The rest of an oversized upload is not read as a body, only dropped while the connection lingers.
         ctx.set('Connection', 'close');
+        lingerAfterAnswer(req);
         throw errors.tooLarge();
       }
       if (status === 408) throw upload?.reclaimed ? takenBack : requestTimeout();
