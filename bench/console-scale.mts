@@ -24,6 +24,7 @@ import { execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { loadConfig } from '../platform/config.ts';
 import { createDb, poolOf } from '../platform/db.ts';
@@ -33,7 +34,7 @@ import { eventBatchName, type QueuedEvent } from '../events/jobs.ts';
 import { decodeTrack } from '../events/track.ts';
 import { loadQueueModules, openOperator } from '../operations/operator.ts';
 import { DAYS, ENVIRONMENTS, EVENT_NAMES, seed } from './console-seed.mts';
-import { runScript, startProcess } from './processes.mts';
+import { runScript, startProcess, stopProcess } from './processes.mts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DATABASE_URL = process.env.BENCH_CONSOLE_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/intake_console_bench';
@@ -501,4 +502,28 @@ async function main() {
   if (failed) process.exitCode = 1;
 }
 
-runScript(main, children);
+/** The keys the run's processes made under its queue prefix (queue metadata, the live view's). */
+async function removeRunKeys(): Promise<void> {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${baseEnv.QUEUE_PREFIX}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+runScript(async () => {
+  try {
+    await main();
+  } finally {
+    // The dashboard first: it holds the queues whose keys go.
+    await Promise.all(children.map(stopProcess));
+    await removeRunKeys().catch((err: unknown) => say(`the run's Redis keys stay: ${String(err)}`));
+  }
+}, children);
