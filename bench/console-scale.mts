@@ -172,6 +172,7 @@ function kinds(end: number): Kind[] {
         return `/console/person${q({ env: anyEnv().path, user: rand() < 0.5 ? 'whale' : `heavy-${Math.floor(rand() * 10)}` })}`;
       },
     },
+    { name: 'dead letters', next: () => `/console/dead-letters${q({ env: anyEnv().path })}` },
     { name: 'keys', next: () => `/console/keys${q({ org: pick(['acme', 'globex', 'initech']) })}` },
     { name: 'refused calls', next: () => `/console/refused${rand() < 0.8 ? q({ env: anyEnv().path }) : ''}` },
     { name: 'admin API: organizations', api: true, next: () => '/admin/api/v1/organizations' },
@@ -251,6 +252,7 @@ async function recordStatements(end: number, headers: { page: Record<string, str
       ['event: one event', `/console/event${q({ env: 'acme', id: 'm-0-1234567' })}`, false],
       ['person: a typical user', `/console/person${q({ env: 'acme', user: 'user-20' })}`, false],
       ['person: the whale', `/console/person${q({ env: 'acme', user: 'whale' })}`, false],
+      ['dead letters', '/console/dead-letters?env=acme', false],
       ['keys', '/console/keys?org=acme', false],
       ['refused calls', '/console/refused?env=acme', false],
       ['admin API: organizations', '/admin/api/v1/organizations', true],
