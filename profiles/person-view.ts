@@ -4,13 +4,13 @@
 // events are the events search's (events/event-search.ts, with the person's user keys). Each
 // statement is a lookup by key: profile_users by (environment_id, user_hash), the profile by id,
 // the other IDs by profile_id, address claims by (profile_id, …), consent decisions by their key
-// (environment, channel, purpose, address hash), journey runs by (environment_id, user_hash) and
+// (environment, channel, purpose, address hash: each purpose named), journey runs by (environment_id, user_hash) and
 // their messages by (run_id, step). The addresses and runs shown are bounded (the page says so).
 import type { Db } from '../platform/db.ts';
 import { poolOf } from '../platform/db.ts';
 import { hashStored } from '../platform/identity-hash.ts';
 import { fromPgText } from '../platform/pg-text.ts';
-import { userHashOfKey, userKeyOf } from './person.ts';
+import { CONSENT_PURPOSES, userHashOfKey, userKeyOf } from './person.ts';
 
 /** Addresses, user IDs and journey runs a page lists at most. */
 export const PERSON_LIST_LIMIT = 200;
@@ -94,11 +94,13 @@ export async function personView(db: Db, environmentId: string, userId: string):
           decided_at: string;
           expires_at: string | null;
         }>(
+          // Every purpose named: the key is (environment_id, channel, purpose, address_hash), and
+          // without the purpose an address's probe would read every decision of its channel.
           `SELECT d.channel, d.address, d.purpose, d.status, d.basis, d.source, d.decided_at::text, d.expires_at::text
              FROM unnest($2::text[], $3::bytea[]) AS a(channel, hash)
-             JOIN consent_decisions d ON d.environment_id = $1::uuid AND d.channel = a.channel AND d.address_hash = a.hash
+             JOIN consent_decisions d ON d.environment_id = $1::uuid AND d.channel = a.channel AND d.purpose = ANY($4::text[]) AND d.address_hash = a.hash
             ORDER BY d.channel, d.address, d.purpose`,
-          [environmentId, claims.rows.map((c) => c.channel), claims.rows.map((c) => hashStored(c.value))],
+          [environmentId, claims.rows.map((c) => c.channel), claims.rows.map((c) => hashStored(c.value)), CONSENT_PURPOSES],
         )
       : { rows: [] };
     addresses = claims.rows.map((c) => ({

@@ -18,9 +18,16 @@ import { KEYS_PATH } from '../console-paths.ts';
 import { personPage, PERSON_PATH } from './person.ts';
 import { refusedPage, REFUSED_PATH } from './refused.ts';
 
-/** Bytes of queued jobs one read of the pages takes, and the heads kept between reads (as the live view's, smaller). */
-const QUEUED_BYTES_PER_READ = 16 * 1_048_576;
-const QUEUED_HEADS_BYTES = 4 * 1_048_576;
+/**
+ * Bytes of queued jobs one read of the pages takes, and the heads kept between reads. The heads
+ * kept must hold those of every job a read lists (the newest 100 of each state and partition),
+ * else each read evicts what the next needs and every view reads its whole budget again: 100
+ * jobs of 256 events keep about 10 MiB of heads. With 512,000 events queued in such jobs a view
+ * took 130–230 ms (median) with 4 MiB kept, 5–20 ms with 24 MiB; the first view after new jobs
+ * reads at most 8 MiB of them (bench/console-scale.mts, docs/performance.md).
+ */
+const QUEUED_BYTES_PER_READ = 8 * 1_048_576;
+const QUEUED_HEADS_BYTES = 24 * 1_048_576;
 
 /** The paths of the pages (the keys page's too), for the tests that try each without a session. */
 export const CONSOLE_PAGES = [EVENTS_PATH, EVENT_PATH, DEAD_LETTERS_PATH, REFUSED_PATH, PERSON_PATH, KEYS_PATH] as const;
