@@ -224,7 +224,14 @@ test.serial('a flood of 10,000 bad calls leaves each list bounded', async (t) =>
   t.true((await redis.llen(key(REFUSED_UNKNOWN))) <= KEPT);
   const bytes = Number(await redis.call('MEMORY', 'USAGE', key(tenant.environmentId)));
   t.true(bytes < KEPT * 6 * 1024, `${bytes} bytes`);
-  const seen = await page(admin, `/console/refused?env=${tenant.slug}`);
+  // The flood leaves the in-process dashboard's event loop busy for a moment: an answer other than
+  // 200 is logged and the page asked again (twice at most); its rows are judged on the 200.
+  let seen = await page(admin, `/console/refused?env=${tenant.slug}`);
+  for (let attempt = 1; seen.status !== 200 && attempt < 3; attempt++) {
+    t.log(`attempt ${attempt}: ${seen.status} ${seen.text.slice(0, 300)}`);
+    await sleep(1000);
+    seen = await page(admin, `/console/refused?env=${tenant.slug}`);
+  }
   t.is(seen.status, 200, seen.text.slice(0, 500));
   t.is(rows(ownPart(seen.text)).length, KEPT, seen.text.slice(0, 1500));
   t.regex(seen.text, /first 2048 of 4\d{3} characters/);
