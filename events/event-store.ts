@@ -37,7 +37,8 @@ export interface IdentityWindow {
  * whichever day's partition the first copy landed in, or where the first copy's day is past
  * the retention as of the new copy's receipt (partition-plan.ts retentionCutoff): then the
  * claim moves to the new copy, whether or not the maintenance has removed that day yet. The
- * one exception: a row recorded as `failed` becomes `processed` when the event is delivered
+ * first copy received wins: a copy received earlier than the stored one, which a worker reached
+ * later, takes its place. The one exception: a row recorded as `failed` becomes `processed` when the event is delivered
  * again and succeeds (an operator retried it from the dead-letter queue); that takes a second
  * statement, only when a batch of `processed` rows met an earlier claim. Returns how many rows
  * it wrote. The only INSERT into events: every path (batches, their bisection, failures) goes
@@ -92,18 +93,31 @@ export async function insertEventsOnce(db: Db, rows: EventRow[], window: Identit
 
 // $16: the start of the oldest day still within retention as of each row's receipt (null:
 // forever); a claim older than it belongs to a copy that retention removes, and moves to this one.
+// A claim younger than this row belongs to a copy received after it but stored first (the two
+// batches reached the workers in the other order): the claim moves to this one, the copy
+// received first, and the other copy's row is deleted (`displaced`): the event a messageId keeps
+// is the one answered first. `prior` reads the claims as they were before the statement.
 const INSERT_EVENTS = `
   WITH batch AS MATERIALIZED (
     SELECT e, m, h, n, u, a, t, to_timestamp(r / 1000.0)::timestamptz(3) AS r, p, s, w, l, d, x, k, to_timestamp(c / 1000.0)::timestamptz(3) AS c
     FROM unnest($1::uuid[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::float8[], $9::text[], $10::text[],
                 $11::bool[], $12::text[], $13::bool[], $14::text[], $15::text[], $16::float8[])
          AS batch(e, m, h, n, u, a, t, r, p, s, w, l, d, x, k, c)
+  ), prior AS (
+    SELECT i.environment_id, i.message_hash, i.received_at FROM event_ids i JOIN batch b ON i.environment_id = b.e AND i.message_hash = b.h
   ), claimed AS (
     INSERT INTO event_ids AS i (environment_id, message_hash, received_at)
     SELECT e, h, r FROM batch
     ON CONFLICT (environment_id, message_hash) DO UPDATE SET received_at = EXCLUDED.received_at
       WHERE i.received_at < (SELECT b.c FROM batch b WHERE b.e = EXCLUDED.environment_id AND b.h = EXCLUDED.message_hash)
+         OR i.received_at > EXCLUDED.received_at
     RETURNING environment_id, message_hash
+  ), displaced AS (
+    DELETE FROM events ev USING prior p, claimed c, batch b
+    WHERE c.environment_id = p.environment_id AND c.message_hash = p.message_hash
+      AND b.e = p.environment_id AND b.h = p.message_hash AND p.received_at > b.r
+      AND ev.environment_id = p.environment_id AND ev.message_hash = p.message_hash AND ev.received_at = p.received_at
+    RETURNING 1
   ), stored AS (
     INSERT INTO events (environment_id, message_id, message_hash, event, user_id, anonymous_id, "timestamp", received_at,
                         payload, status, within_limits, limit_reason, drives_journeys, error, user_key)

@@ -93,6 +93,27 @@ test('a messageId sent again across a partition boundary is stored once, in the 
   t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId, messageId: 'dup' } }), 1);
 });
 
+test('a copy received first but stored after a later one of its messageId takes its place: the event kept is the one answered first', async (t) => {
+  const tenant = await newTenant(h);
+  // Two bodies of one messageId, 202 in turn, whose batches the workers reach in the other order
+  // (two partitions, one behind a failed-over master): the later one is stored first.
+  const early = row(tenant, 'turned', midnight - 1, { userId: 'u-early', payload: JSON.stringify({ userId: 'u-early' }) });
+  const late = row(tenant, 'turned', midnight + 2000, { userId: 'u-late', payload: JSON.stringify({ userId: 'u-late' }) });
+  t.is(await insert([late]), 1);
+  t.is(await insert([early]), 1);
+  const rows = await h.db.event.findMany({ where: { environmentId: tenant.environmentId, messageId: 'turned' } });
+  t.deepEqual(
+    rows.map((r) => [r.userId, r.receivedAt.getTime()]),
+    [['u-early', midnight - 1]],
+  );
+  t.deepEqual(await partitionsOf(tenant), { turned: 'events_p20310101' });
+  t.like(await findEvent(h.db, tenant.environmentId, 'turned'), { receivedAt: midnight - 1, event: { userId: 'u-early' } });
+  // Either copy delivered again stores nothing more.
+  t.is(await insert([late]), 0);
+  t.is(await insert([early]), 0);
+  t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId, messageId: 'turned' } }), 1);
+});
+
 test('a messageId whose first copy is past retention is a new event, whether or not the maintenance has removed its day yet', async (t) => {
   const tenant = await newTenant(h);
   const day = Date.UTC(2032, 4, 10);
