@@ -78,8 +78,13 @@ export async function insertEventsOnce(db: Db, rows: EventRow[], window: Identit
     list.map((r) => retentionCutoff(r.receivedAt, window.retentionDays)),
   ].map((v) => pgArrayLiteral(v) ?? v);
   const {
-    rows: [{ n }],
-  } = await poolOf(db).query<{ n: number }>({ name: 'intake-insert-events', text: INSERT_EVENTS, values });
+    rows: [{ n, me, mh, mr }],
+  } = await poolOf(db).query<{ n: number; me: string[] | null; mh: string[] | null; mr: string[] | null }>({
+    name: 'intake-insert-events',
+    text: INSERT_EVENTS,
+    values,
+  });
+  if (me) await poolOf(db).query({ name: 'intake-displace-later-copies', text: DISPLACE_LATER_COPIES, values: [me, mh, mr] });
   if (n === list.length || !list.some((r) => r.status === 'processed')) return n;
   const revive = list.filter((r) => r.status === 'processed');
   const revived = await db.$executeRaw`
@@ -95,29 +100,21 @@ export async function insertEventsOnce(db: Db, rows: EventRow[], window: Identit
 // forever); a claim older than it belongs to a copy that retention removes, and moves to this one.
 // A claim younger than this row belongs to a copy received after it but stored first (the two
 // batches reached the workers in the other order): the claim moves to this one, the copy
-// received first, and the other copy's row is deleted (`displaced`): the event a messageId keeps
-// is the one answered first. `prior` reads the claims as they were before the statement.
+// received first, and the other copy's row is deleted (DISPLACE_LATER_COPIES): the event a
+// messageId keeps is the one answered first.
 const INSERT_EVENTS = `
   WITH batch AS MATERIALIZED (
     SELECT e, m, h, n, u, a, t, to_timestamp(r / 1000.0)::timestamptz(3) AS r, p, s, w, l, d, x, k, to_timestamp(c / 1000.0)::timestamptz(3) AS c
     FROM unnest($1::uuid[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::float8[], $9::text[], $10::text[],
                 $11::bool[], $12::text[], $13::bool[], $14::text[], $15::text[], $16::float8[])
          AS batch(e, m, h, n, u, a, t, r, p, s, w, l, d, x, k, c)
-  ), prior AS (
-    SELECT i.environment_id, i.message_hash, i.received_at FROM event_ids i JOIN batch b ON i.environment_id = b.e AND i.message_hash = b.h
   ), claimed AS (
     INSERT INTO event_ids AS i (environment_id, message_hash, received_at)
     SELECT e, h, r FROM batch
     ON CONFLICT (environment_id, message_hash) DO UPDATE SET received_at = EXCLUDED.received_at
       WHERE i.received_at < (SELECT b.c FROM batch b WHERE b.e = EXCLUDED.environment_id AND b.h = EXCLUDED.message_hash)
          OR i.received_at > EXCLUDED.received_at
-    RETURNING environment_id, message_hash
-  ), displaced AS (
-    DELETE FROM events ev USING prior p, claimed c, batch b
-    WHERE c.environment_id = p.environment_id AND c.message_hash = p.message_hash
-      AND b.e = p.environment_id AND b.h = p.message_hash AND p.received_at > b.r
-      AND ev.environment_id = p.environment_id AND ev.message_hash = p.message_hash AND ev.received_at = p.received_at
-    RETURNING 1
+    RETURNING environment_id, message_hash, received_at, xmax::text <> '0' AS moved
   ), stored AS (
     INSERT INTO events (environment_id, message_id, message_hash, event, user_id, anonymous_id, "timestamp", received_at,
                         payload, status, within_limits, limit_reason, drives_journeys, error, user_key)
@@ -125,7 +122,20 @@ const INSERT_EVENTS = `
     FROM batch JOIN claimed ON claimed.environment_id = batch.e AND claimed.message_hash = batch.h
     RETURNING 1
   )
-  SELECT count(*)::int AS n FROM stored`;
+  SELECT (SELECT count(*)::int FROM stored) AS n,
+         (SELECT array_agg(environment_id::text) FROM claimed WHERE moved) AS me,
+         (SELECT array_agg(encode(message_hash, 'hex')) FROM claimed WHERE moved) AS mh,
+         (SELECT array_agg(received_at::text) FROM claimed WHERE moved) AS mr`;
+
+// A claim that moved to a copy received earlier: the copies received after it are deleted. A
+// second statement, because the copy it displaces may have been committed by another worker
+// while this statement ran, after its snapshot; only a statement begun later sees it. It walks the
+// environment's events received after this copy: its wait in the queue, seconds for most (a
+// claim moved by the retention has none after it).
+const DISPLACE_LATER_COPIES = `
+  DELETE FROM events ev
+  USING unnest($1::uuid[], $2::text[], $3::timestamptz[]) AS m(e, h, r)
+  WHERE ev.environment_id = m.e AND ev.message_hash = decode(m.h, 'hex') AND ev.received_at > m.r`;
 
 /** Whether PostgreSQL refused an insert because no partition of events holds the row's received_at (db.ts isNoPartitionFor). */
 export function isMissingPartition(err: unknown): boolean {

@@ -6,6 +6,8 @@ import test from 'ava';
 import pg from 'pg';
 import { DAY_MS, partitionName } from '../../events/partition-plan.ts';
 import { poolOf } from '../../platform/db.ts';
+import { hashStored } from '../../platform/identity-hash.ts';
+import { toPgText } from '../../platform/pg-text.ts';
 import { eventNames, findEvent, insertEventsOnce, recentEvents, type EventRow } from '../../events/event-store.ts';
 import { createEventPartitions, createPartitionsFor, dropEventPartition, eventPartitions } from '../../events/storage.ts';
 import { maintenanceRound } from '../../workers/storage-maintenance.ts';
@@ -112,6 +114,34 @@ test('a copy received first but stored after a later one of its messageId takes 
   t.is(await insert([late]), 0);
   t.is(await insert([early]), 0);
   t.is(await h.db.event.count({ where: { environmentId: tenant.environmentId, messageId: 'turned' } }), 1);
+});
+
+test('a later copy another worker commits while the earlier one is being stored is displaced too', async (t) => {
+  const tenant = await newTenant(h);
+  await createPartitionsFor(poolOf(h.db), midnight - 1, midnight + 2000);
+  const late = midnight + 2000;
+  // Another worker storing the later copy, its transaction still open: the earlier copy's
+  // statement starts without seeing it, then waits on its claim.
+  const other = new pg.Client({ connectionString: url });
+  await other.connect();
+  await other.query('BEGIN');
+  const hash = hashStored(toPgText('raced'));
+  await other.query('INSERT INTO event_ids (environment_id, message_hash, received_at) VALUES ($1, $2, $3)', [tenant.environmentId, hash, new Date(late)]);
+  await other.query(
+    `INSERT INTO events (environment_id, message_id, message_hash, event, user_id, "timestamp", received_at, payload, status, within_limits, drives_journeys)
+     VALUES ($1, 'raced', $2, 'Order Completed', 'u-late', $3, $3, '{}', 'processed', true, true)`,
+    [tenant.environmentId, hash, new Date(late)],
+  );
+  const storing = insertEventsOnce(h.db, [row(tenant, 'raced', midnight - 1, { userId: 'u-early' })]);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await other.query('COMMIT');
+  await other.end();
+  t.is(await storing, 1);
+  const rows = await h.db.event.findMany({ where: { environmentId: tenant.environmentId, messageId: 'raced' } });
+  t.deepEqual(
+    rows.map((r) => r.userId),
+    ['u-early'],
+  );
 });
 
 test('a messageId whose first copy is past retention is a new event, whether or not the maintenance has removed its day yet', async (t) => {
