@@ -8,7 +8,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import test from 'ava';
+import test, { registerCompletionHandler } from 'ava';
 import { Queue } from 'bullmq';
 import { eventsGet } from '../../cli/commands/events.ts';
 import { journeyCreate, journeyPublish, journeyStatsCommand } from '../../cli/commands/journey.ts';
@@ -50,6 +50,11 @@ test.before(async () => {
 });
 
 // Bounded: the cluster is torn down even when a close hangs on the slot the last test took down.
+// Once every result is reported: BullMQ's close of a worker on a cluster can leave its blocking
+// connection's handle behind (taskforcesh/bullmq#4065), which keeps this file's process alive
+// after a teardown that completed, and ava would report it as failing to exit.
+registerCompletionHandler(() => process.exit());
+
 test.after.always(() =>
   closeInTurn([
     ['gateways', () => Promise.all(gateways.map((g) => g.close()))],
