@@ -12,7 +12,7 @@ import { call as callDashboard, consoleDatabase, consoleInProcess, logInAs } fro
 import { loadApiChecker } from '../helpers/openapi.ts';
 import { acceptedTrack, appliedIdentify, request, trackBody } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess, type InProcessGateway } from '../helpers/processes.ts';
-import { newEnvironment, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { newEnvironment, newTenant, openHarness, type Harness, type Tenant, closeEmptied } from '../helpers/services.ts';
 import type { Workers } from '../../workers/main.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -59,11 +59,7 @@ test.after.always(async () => {
   await dashboard?.close();
   await worker?.close();
   await gateway?.close();
-  await h?.operator
-    .eventsQueue()
-    .obliterate({ force: true })
-    .catch(() => {});
-  await h?.close();
+  await closeEmptied(h);
 });
 
 const keys = () => `${V1}/organizations/${tenant.slug}/environments/${tenant.slug}/keys`;

@@ -12,7 +12,7 @@ import { call, consoleDatabase, consoleInProcess, logInAs, type Login } from '..
 import { eventually } from '../helpers/eventually.ts';
 import { acceptedTrack, appliedIdentify, request } from '../helpers/http.ts';
 import { gatewayInProcess, workerInProcess, type InProcessGateway } from '../helpers/processes.ts';
-import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { newTenant, openHarness, type Harness, type Tenant, closeEmptied } from '../helpers/services.ts';
 import type { Workers } from '../../workers/main.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -33,11 +33,7 @@ test.after.always(async () => {
   await dashboard?.close();
   await worker?.close();
   await gateway?.close();
-  await h?.operator
-    .eventsQueue()
-    .obliterate({ force: true })
-    .catch(() => {});
-  await h?.close();
+  await closeEmptied(h);
 });
 
 const html = (login?: Login) => ({ accept: 'text/html', ...(login ? { cookie: login.cookie } : {}) });

@@ -15,7 +15,7 @@ import { call, consoleDatabase, logInAs } from '../helpers/console.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { acceptedTrack, appliedIdentify, request } from '../helpers/http.ts';
 import { gatewayInProcess, spawnIntake, workerInProcess, type Child, type InProcessGateway } from '../helpers/processes.ts';
-import { newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { newTenant, openHarness, type Harness, type Tenant, closeEmptied } from '../helpers/services.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const V1 = '/admin/api/v1';
@@ -42,11 +42,7 @@ test.after.always(async () => {
     .catch(() => {});
   await worker?.close();
   await gateway?.close();
-  await h?.operator
-    .eventsQueue()
-    .obliterate({ force: true })
-    .catch(() => {});
-  await h?.close();
+  await closeEmptied(h);
 });
 
 async function dashboard(): Promise<Child> {

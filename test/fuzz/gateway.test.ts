@@ -8,7 +8,7 @@ import test from 'ava';
 import fc from 'fast-check';
 import { request } from '../helpers/http.ts';
 import { gatewayInProcess } from '../helpers/processes.ts';
-import { newEnvironment, newTenant, openHarness, type Harness, type Tenant } from '../helpers/services.ts';
+import { newEnvironment, newTenant, openHarness, type Harness, type Tenant, closeEmptied } from '../helpers/services.ts';
 import { anyJson, headerValue, identifyLike, pathSegment, rawBody, trackLike, whitespace } from './arbitraries.ts';
 import { rawClient, type RawReply } from './client.ts';
 import { expectIdentify, expectOneOf, expectPlainNotFound, expectSpecShape, Mismatch } from './expect.ts';
@@ -38,11 +38,7 @@ test.after.always(async () => {
   client?.close();
   await gateway?.close();
   // The accepted Track events of this file have no worker: drop its queue.
-  await h?.operator
-    .eventsQueue()
-    .obliterate({ force: true })
-    .catch(() => {});
-  await h?.close();
+  await closeEmptied(h);
 });
 
 const json = (value: unknown) => ({ 'content-type': 'application/json', 'x-api-key': tenant.key, body: JSON.stringify(value) });
