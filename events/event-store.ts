@@ -122,10 +122,9 @@ const INSERT_EVENTS = `
     FROM batch JOIN claimed ON claimed.environment_id = batch.e AND claimed.message_hash = batch.h
     RETURNING 1
   )
-  SELECT (SELECT count(*)::int FROM stored) AS n,
-         (SELECT array_agg(environment_id::text) FROM claimed WHERE moved) AS me,
-         (SELECT array_agg(encode(message_hash, 'hex')) FROM claimed WHERE moved) AS mh,
-         (SELECT array_agg(received_at::text) FROM claimed WHERE moved) AS mr`;
+  SELECT (SELECT count(*)::int FROM stored) AS n, m.*
+  FROM (SELECT array_agg(environment_id::text) AS me, array_agg(encode(message_hash, 'hex')) AS mh, array_agg(received_at::text) AS mr
+        FROM claimed WHERE moved) m`;
 
 // A claim that moved to a copy received earlier: the copies received after it are deleted. A
 // second statement, because the copy it displaces may have been committed by another worker
