@@ -3,23 +3,22 @@ import type { Logger } from '../platform/logger.ts';
 import { notFound } from './middleware/not-found.ts';
 import { requestLog, type ObserveRefused, type ObserveRequest } from './middleware/request-log.ts';
 import type { TrustedClock } from '../platform/trusted-clock.ts';
-import { respondErrors } from './middleware/respond-errors.ts';
+import { dispatchRoutes } from './route-dispatch.ts';
 import { createRouter, type GatewayDeps } from './routes.ts';
 import type { IngestState } from './state.ts';
 
 /**
- * requestLog (and the request metrics) → respondErrors → routes → notFound. `router.allowedMethods()` is not mounted:
+ * requestLog (the request metrics, and every error's answer) → routes → notFound. `router.allowedMethods()` is not mounted:
  * it would answer OPTIONS and 405, where the spec wants the plain-text 404 for both.
  */
 export function createApp(
   deps: GatewayDeps & { log: Logger; observeRequest: ObserveRequest; clock: Pick<TrustedClock, 'now'>; observeRefused?: ObserveRefused },
 ): Koa<IngestState> {
   const app = new Koa<IngestState>({ proxy: false });
-  // Errors are logged once, by respondErrors; Koa's default handler would print stacks to stderr.
+  // Errors are logged once, by answerError; Koa's default handler would print stacks to stderr.
   app.silent = true;
   app.use(requestLog(deps.log, deps.observeRequest, deps.clock.now, deps.observeRefused));
-  app.use(respondErrors(deps.log));
-  app.use(createRouter(deps).routes());
+  app.use(dispatchRoutes(createRouter(deps)));
   app.use(notFound);
   return app;
 }

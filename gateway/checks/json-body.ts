@@ -3,7 +3,7 @@ import { readBodyText } from '../read-body.ts';
 import { requestTimeout, tooManyRequests, type ApiError } from '../errors.ts';
 import type { Admission, EnvironmentSlots, UploadSlot } from '../admission.ts';
 import type { Upload, UploadWatch } from '../upload-watch.ts';
-import type { Step } from './chain.ts';
+import type { IngestContext, Step } from './chain.ts';
 
 export interface BodyErrors {
   /** The raw body is over the route's cap (checked from Content-Length before reading). */
@@ -67,7 +67,7 @@ class WatchedUpload implements UploadSlot, UploadWatch {
  * whole waits on nothing and takes no slot.
  */
 export function jsonBody(limitBytes: number, errors: BodyErrors, uploads: Uploads): Step {
-  return async function jsonBody(ctx) {
+  return function jsonBody(ctx) {
     const req = ctx.req;
     // Node's parser has read the whole message already (say, while the key lookup waited on
     // PostgreSQL). Usually it has not: the checks run between the parser's callback for the
@@ -75,22 +75,28 @@ export function jsonBody(limitBytes: number, errors: BodyErrors, uploads: Upload
     // for a moment, and one that is truly slow stays one.
     const upload = req.complete ? null : new WatchedUpload(uploads.watch);
     if (upload) uploads.admission.beginUpload(ctx.state.environment.id, upload);
-    let text: string;
-    try {
-      text = await readBodyText(req, limitBytes, upload);
-    } catch (err) {
-      const status = (err as { status?: number }).status;
-      if (status === 413) {
-        // The rest of an oversized upload is not read as a body, only dropped while the connection lingers.
-        ctx.set('Connection', 'close');
-        lingerAfterAnswer(req);
-        throw errors.tooLarge();
-      }
-      if (status === 408) throw upload?.reclaimed ? takenBack : requestTimeout();
-      throw errors.notJson();
-    } finally {
-      if (upload) uploads.admission.endUpload(upload);
-    }
-    ctx.state.rawBody = text;
+    return readBodyText(req, limitBytes, upload).then(
+      (text) => {
+        if (upload) uploads.admission.endUpload(upload);
+        ctx.state.rawBody = text;
+      },
+      (err: unknown) => {
+        if (upload) uploads.admission.endUpload(upload);
+        throw refusal(ctx, err, errors, upload);
+      },
+    );
   };
+}
+
+/** What a body that could not be read is answered. */
+function refusal(ctx: IngestContext, err: unknown, errors: BodyErrors, upload: WatchedUpload | null): ApiError {
+  const status = (err as { status?: number }).status;
+  if (status === 413) {
+    // The rest of an oversized upload is not read as a body, only dropped while the connection lingers.
+    ctx.set('Connection', 'close');
+    lingerAfterAnswer(ctx.req);
+    return errors.tooLarge();
+  }
+  if (status === 408) return upload?.reclaimed ? takenBack : requestTimeout();
+  return errors.notJson();
 }

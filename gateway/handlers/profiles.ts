@@ -1,3 +1,4 @@
+import { answerProfile } from '../answers.ts';
 import { profileNotFound } from '../errors.ts';
 import type { ProfileReader } from '../../profiles/profile-reader.ts';
 import type { Step } from '../checks/chain.ts';
@@ -12,10 +13,11 @@ export function profiles(deps: { profileReader: ProfileReader }): Step {
     if (!profile) throw profileNotFound();
     // The stored traits are JSON text already: written into the answer as they are, not parsed
     // and serialized again (a profile of many traits cost most of the request in both).
-    ctx.type = 'application/json';
-    ctx.body =
+    answerProfile(
+      ctx,
       `{"org_slug":${JSON.stringify(ctx.state.pathValue)},"user_id":${JSON.stringify(userId)},` +
-      `"profile_id":${JSON.stringify(profile.profileId)},"updated_at":${profile.updatedAt},"fields":${profile.fieldsJson}}`;
+        `"profile_id":${JSON.stringify(profile.profileId)},"updated_at":${profile.updatedAt},"fields":${profile.fieldsJson}}`,
+    );
   };
 }
 

@@ -6,15 +6,15 @@ import type { Step } from '../checks/chain.ts';
 
 /** 202 only once the event's batch job is stored in Redis (group-committed with its neighbours); otherwise 503. */
 export function track(deps: { batcher: EventBatcher }): Step {
-  return async function track(ctx) {
+  return function track(ctx) {
     const { environment, track: event, receivedAt, timestampMs, storedPayload } = ctx.state;
     const queued: QueuedEvent = { environmentId: environment.id, messageId: event.messageId, receivedAt, timestampMs, payload: storedPayload };
-    try {
-      await deps.batcher.add(queued);
-    } catch {
+    return deps.batcher.add(queued).then(
+      () => answerTrackAccepted(ctx, event.messageId),
       // A timed-out batch may still land later; the client's retry with the same messageId is then a duplicate.
-      throw eventStorageUnavailable();
-    }
-    answerTrackAccepted(ctx, event.messageId);
+      () => {
+        throw eventStorageUnavailable();
+      },
+    );
   };
 }

@@ -1,6 +1,6 @@
 // What a gateway writes for the console's Refused calls page (gateway/console/pages/refused.ts):
 // a sampled record of its 4xx answers, off the request path. The request log hands over each
-// refused request (one that respondErrors answered with a 4xx, so `ctx.state.refusal` is set);
+// refused request (one answered with a 4xx by answerError, so `ctx.state.refusal` is set);
 // an accepted request is never handed over and pays nothing. Per environment (and for the calls
 // refused before an environment is known) at most REFUSED_CALLS_PER_SECOND calls a second are
 // kept: each kept call is written out then (key suffix, bodies cut to REFUSED_BODY_CHARS), any
@@ -25,7 +25,7 @@ export interface RefusedContext {
 }
 
 export interface RefusedRecorder {
-  /** A request answered with a 4xx by respondErrors (called by the request log, after the answer). */
+  /** A request answered with a 4xx by answerError (called by the request log, after the answer). */
   refused(ctx: RefusedContext, route: string, status: number, refusal: string): void;
   /** Writes what is pending and stops. */
   close(): Promise<void>;

@@ -1,17 +1,17 @@
-// The one error middleware over real HTTP: a body that cannot be serialized is the spec's JSON
+// The one error answer (the outermost middleware's) over real HTTP: a body that cannot be serialized is the spec's JSON
 // 500 (not Koa's plain text), and a deeply nested one is written whole.
 import http from 'node:http';
 import test from 'ava';
 import Koa from 'koa';
 import { createLogger } from '../../platform/logger.ts';
 import { listen } from '../../platform/listen.ts';
-import { respondErrors } from '../../gateway/middleware/respond-errors.ts';
+import { requestLog } from '../../gateway/middleware/request-log.ts';
 import { request } from '../helpers/http.ts';
 
 async function serve(body: () => unknown): Promise<{ url: string; close(): void }> {
   const app = new Koa();
   app.silent = true;
-  app.use(respondErrors(createLogger('silent', 'test')));
+  app.use(requestLog(createLogger('silent', 'test'), () => {}, Date.now));
   app.use((ctx) => {
     ctx.body = body();
   });
