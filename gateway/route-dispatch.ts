@@ -1,9 +1,10 @@
 // The route table's dispatch. @koa/router's own middleware, on every request, reads the Host
 // header, tests every layer, builds a middleware chain for the matched ones and composes it: on
 // Track that was 4 % of the gateway's thread, more than the key check. Every route here has one
-// handler (a check chain), so the dispatch is a walk over the table's own layers: @koa/router's
-// Layer matches the path and decodes its params (same path-to-regexp, same options), and the
-// first route whose path and method match runs. Anything else goes on to `next` (the 404).
+// handler (a check chain), so the dispatch is a walk over the table's own layers: each layer's
+// regexp (@koa/router's, from path-to-regexp with the router's options) is run once on the path,
+// and @koa/router's Layer decodes the params from its captures; the first route whose method and
+// path match runs. Anything else goes on to `next` (the 404).
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { IngestState } from './state.ts';
@@ -26,9 +27,11 @@ export function dispatchRoutes(router: Router<IngestState>): Middleware<IngestSt
     const path = ctx.path;
     const method = ctx.method;
     for (const { layer, methods, handler } of table) {
-      if (!methods.has(method) || !layer.match(path)) continue;
+      if (!methods.has(method)) continue;
+      const match = layer.regexp.exec(path);
+      if (match === null) continue;
       const routed = ctx as typeof ctx & { params: Record<string, string>; _matchedRoute: string; _matchedRouteName?: string };
-      routed.params = layer.params(path, layer.captures(path), {});
+      routed.params = layer.params(path, match.slice(1), {});
       routed._matchedRoute = layer.path as string;
       if (layer.name) routed._matchedRouteName = layer.name;
       return handler(ctx, next);

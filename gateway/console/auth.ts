@@ -267,3 +267,24 @@ function methodNotAllowed(ctx: Koa.Context, allow: string): void {
   ctx.set('Allow', allow);
   refuse(ctx, 405, 'Method Not Allowed');
 }
+
+/**
+ * The fields of a form posted to a console action, and the admin who posted it (the gate has checked its session and CSRF
+ * token, and refused a read-only operator). Null once answered: 403 when no admin is signed in
+ * (without operators nobody acts), 415 when the body is not the page's form.
+ */
+export function adminForm(ctx: Koa.Context, refusals: { forbidden: string; notForm: string }): { fields: URLSearchParams; operator: SignedIn } | null {
+  const { operator, form } = ctx.state as ConsoleState;
+  if (operator?.role !== 'admin') {
+    ctx.status = 403;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { error: refusals.forbidden };
+    return null;
+  }
+  if (form === undefined) {
+    ctx.status = 415;
+    ctx.body = { error: refusals.notForm };
+    return null;
+  }
+  return { fields: new URLSearchParams(form), operator };
+}

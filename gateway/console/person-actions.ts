@@ -12,7 +12,7 @@ import type { Db } from '../../platform/db.ts';
 import { MissingError, OperatorError } from '../../operations/operator.ts';
 import { environmentByPath } from '../live/data.ts';
 import { callerText, esc, mono, pill, when } from '../live/html.ts';
-import type { ConsoleState } from './auth.ts';
+import { adminForm, type ConsoleState } from './auth.ts';
 import { PERSON_ACTIONS_PATH, PRIVACY_REQUESTS_PATH } from './console-paths.ts';
 import { consolePage, fields, query } from './pages/view.ts';
 import { exportDocument, PRIVACY_ACTIONS, type PrivacyAction, type PrivacyRequests } from './privacy-requests.ts';
@@ -46,20 +46,12 @@ export function personActions(deps: { db: Db; requests: PrivacyRequests }): Koa.
       ctx.status = 404;
       return;
     }
-    const state = ctx.state as ConsoleState;
-    // The gate refused a read-only operator already; with no operator, nobody acts.
-    if (state.operator?.role !== 'admin') {
-      ctx.status = 403;
-      ctx.set('Cache-Control', 'no-store');
-      ctx.body = { error: "Forbidden: a person's actions need an admin operator" };
-      return;
-    }
-    if (state.form === undefined) {
-      ctx.status = 415;
-      ctx.body = { error: 'send the person page’s form (application/x-www-form-urlencoded); scripts use the admin API' };
-      return;
-    }
-    const form = new URLSearchParams(state.form);
+    const posted = adminForm(ctx, {
+      forbidden: "Forbidden: a person's actions need an admin operator",
+      notForm: 'send the person page’s form (application/x-www-form-urlencoded); scripts use the admin API',
+    });
+    if (!posted) return;
+    const { fields: form, operator } = posted;
     const pathValue = form.get('env') ?? '';
     const userId = form.get('user') ?? '';
     const env = pathValue ? await environmentByPath(db, pathValue) : null;
@@ -73,7 +65,7 @@ export function personActions(deps: { db: Db; requests: PrivacyRequests }): Koa.
         `<p class="flash">The confirmation does not match the userId ${mono(userId)}: nothing was forgotten. Type the userId exactly as shown to forget the person.</p>${personLink(env.pathValue, userId)}`,
       );
     const suppress = action === 'forget' && form.get('suppress') !== null;
-    const request = await requests.submit(state.operator, env, action as PrivacyAction, userId, { suppress });
+    const request = await requests.submit(operator, env, action as PrivacyAction, userId, { suppress });
     ctx.status = 303;
     ctx.set('Cache-Control', 'no-store');
     ctx.redirect(`${PRIVACY_REQUESTS_PATH}/${request.id}${query({ env: env.pathValue, user: userId })}`);

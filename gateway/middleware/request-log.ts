@@ -8,7 +8,7 @@ import { answerError, serializeBody } from './respond-errors.ts';
 /** Called once per answered request with its route name (`unmatched` for the plain-text 404), status and latency. */
 export type ObserveRequest = (route: string, status: number, seconds: number) => void;
 
-/** Called after the answer of a request refused with a 4xx (answerError) (its refusal set), and of no other. */
+/** Called after the answer of a request answerError refused with a 4xx (its refusal set), and of no other. */
 export type ObserveRefused = (ctx: RefusedContext, route: string, status: number, refusal: string) => void;
 
 /**
@@ -24,8 +24,9 @@ export function requestIds(): () => string {
 
 /**
  * Outermost: turns what the rest threw into its answer (respond-errors.ts: here rather than in a
- * middleware of its own, which cost every request a dispatch and an awaited promise), stamps the receipt time (on the trusted clock, PostgreSQL's: platform/trusted-clock.ts)
- * and request id, and logs one line with the final status. The same measurement feeds the
+ * middleware of its own, which cost every request a dispatch and an awaited promise), stamps the
+ * receipt time (on the trusted clock, PostgreSQL's: platform/trusted-clock.ts) and request id,
+ * and logs one line with the final status. The same measurement feeds the
  * request metrics (one layer and one clock read fewer than a middleware of their own on Track's
  * hot path). The line's members are written here, in the order infoLine would write them.
  * `refused`: the Refused calls page's recorder (gateway/live/refused-recorder.ts).

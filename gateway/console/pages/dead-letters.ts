@@ -8,7 +8,7 @@ import type Koa from 'koa';
 import { isDeadLetterJobId } from '../../../events/dead-letter-retry.ts';
 import { deadLetters, environmentByPath, type DeadLetterView, type EnvironmentChoice } from '../../live/data.ts';
 import { callerText, esc, HIDDEN, mono, pill, table, when } from '../../live/html.ts';
-import type { ConsoleState } from '../auth.ts';
+import { adminForm, type ConsoleState } from '../auth.ts';
 import { DEAD_LETTERS_PATH } from '../console-paths.ts';
 import { retryDeadLetterAudited } from '../dead-letter-actions.ts';
 import { hiddenWhy, showsPersonalData } from './access.ts';
@@ -80,26 +80,20 @@ export async function retryDeadLetterForm(deps: PagesDeps, ctx: Koa.Context): Pr
     ctx.set('Allow', 'POST');
     return;
   }
-  const state = ctx.state as ConsoleState;
   ctx.set('Cache-Control', 'no-store');
   // With no operator nobody retries here: the live view's button is that dashboard's.
-  if (state.operator?.role !== 'admin') {
-    ctx.status = 403;
-    ctx.body = { error: 'Forbidden: retrying a dead letter needs an admin operator' };
-    return;
-  }
-  if (state.form === undefined) {
-    ctx.status = 415;
-    ctx.body = { error: 'send the dead-letters page’s form (application/x-www-form-urlencoded)' };
-    return;
-  }
-  const form = new URLSearchParams(state.form);
+  const posted = adminForm(ctx, {
+    forbidden: 'Forbidden: retrying a dead letter needs an admin operator',
+    notForm: 'send the dead-letters page’s form (application/x-www-form-urlencoded)',
+  });
+  if (!posted) return;
+  const { fields: form, operator } = posted;
   const pathValue = form.get('env') ?? '';
   const jobId = form.get('job') ?? '';
   const env = pathValue ? await environmentByPath(deps.db, pathValue) : null;
   if (!env) return answer(ctx, 404, `No environment with the path value ${callerText(pathValue)}: nothing was retried.`);
   if (!isDeadLetterJobId(jobId)) return answer(ctx, 400, 'No dead letter named: nothing was retried.', env);
-  const event = await retryDeadLetterAudited(deps, state.operator.name, jobId, env.id);
+  const event = await retryDeadLetterAudited(deps, operator.name, jobId, env.id);
   if (!event) return answer(ctx, 409, 'This dead letter is not failed any more (retried or gone): nothing was retried.', env);
   ctx.status = 303;
   ctx.redirect(`${DEAD_LETTERS_PATH}${query({ env: env.pathValue, retried: event.messageId })}`);
