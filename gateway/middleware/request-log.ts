@@ -55,8 +55,9 @@ export function requestLog(log: Logger, observe: ObserveRequest, now: () => numb
       // Refused calls only: an accepted request does not get past this comparison.
       if (refusal !== undefined && refused !== undefined) refused(ctx, route ?? 'unmatched', status, refusal);
       if (line.enabled()) {
-        // The id and the route names are ours: plain ASCII, written without a serializer.
-        let members = `,"requestId":"${requestId}","method":${JSON.stringify(ctx.method)},"route":${route === null ? 'null' : `"${route}"`}`;
+        // The id and the route names are ours, and the method one of the HTTP parser's (capital
+        // letters and '-'): plain ASCII, written without a serializer.
+        let members = `,"requestId":"${requestId}","method":"${ctx.method}","route":${route === null ? 'null' : `"${route}"`}`;
         members += `,"status":${status},"ms":${Math.round(ms * 100) / 100}`;
         line.write(refusal === undefined ? members : `${members},"refusal":${plainJson(refusal)}`);
       }
