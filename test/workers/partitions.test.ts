@@ -9,7 +9,7 @@ import { poolOf } from '../../platform/db.ts';
 import { hashStored } from '../../platform/identity-hash.ts';
 import { toPgText } from '../../platform/pg-text.ts';
 import { eventNames, findEvent, insertEventsOnce, recentEvents, type EventRow } from '../../events/event-store.ts';
-import { createEventPartitions, createPartitionsFor, dropEventPartition, eventPartitions } from '../../events/storage.ts';
+import { createEventPartitions, createPartitionsFor, dropEventPartition, eventPartitions, STORAGE_MAINTENANCE_LOCK } from '../../events/storage.ts';
 import { maintenanceRound } from '../../workers/storage-maintenance.ts';
 import { persistEvent } from '../../workers/persist-event.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -167,16 +167,19 @@ test('a messageId whose first copy is past retention is a new event, whether or 
   t.false(await resend('expiring', past - 1));
   t.true(await resend('expiring', past));
   t.like(await findEvent(h.db, tenant.environmentId, 'expiring'), { receivedAt: past });
-  // Between the detach of the day and the removal of its identities: the same.
-  const pool = poolOf(h.db);
+  // Between the detach of the day and the removal of its identities: the same. The day is
+  // detached and removed under the storage maintenance's lock, as the maintenance does: the
+  // harness's worker would otherwise finish the detached day itself, in between.
   const name = partitionName(day);
-  await pool.query(`ALTER TABLE events DETACH PARTITION "${name}"`);
-  t.true(await resend('detached', past + 5));
-  // The maintenance then finishes the day: the new copies stay, each stored once.
-  const client = await pool.connect();
+  const client = await poolOf(h.db).connect();
   try {
+    await client.query('SELECT pg_advisory_lock($1)', [STORAGE_MAINTENANCE_LOCK]);
+    await client.query(`ALTER TABLE events DETACH PARTITION "${name}"`);
+    t.true(await resend('detached', past + 5));
+    // The maintenance then finishes the day: the new copies stay, each stored once.
     await dropEventPartition(client, name);
   } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [STORAGE_MAINTENANCE_LOCK]);
     client.release();
   }
   for (const messageId of ['expiring', 'detached']) {
