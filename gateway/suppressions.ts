@@ -23,7 +23,6 @@ import type { Logger } from '../platform/logger.ts';
 import type { Redis } from '../platform/redis.ts';
 import { dropReason } from '../privacy/rules.ts';
 import { userHashOf } from '../profiles/person.ts';
-import { storedHashHex } from '../platform/identity-hash.ts';
 import type { DroppedCall } from '../identify/dropped-calls.ts';
 import { addDropped, loadSuppressions } from '../privacy/suppression.ts';
 
@@ -122,7 +121,7 @@ export function createSuppressions(deps: SuppressionsDeps): Suppressions {
       return true;
     },
     countDropped(dropped) {
-      for (const d of dropped) if (d.reason === 'suppressed') tally(d.call.envId, storedHashHex(d.call.userKey), 'identify');
+      for (const d of dropped) if (d.reason === 'suppressed') tally(d.call.envId, d.call.userHash.toString('hex'), 'identify');
     },
     async close() {
       clearInterval(refresh);

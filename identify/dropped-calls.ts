@@ -1,7 +1,6 @@
 // The Identify calls a tombstone or a suppression drops: answered as applied and stored nowhere.
 // Read inside the batch's transaction (identify-write.ts), so a call cannot slip past an erasure
 // or a suppression that committed before it.
-import { storedHashHex } from '../platform/identity-hash.ts';
 import { dropReason, type DropReason } from '../privacy/rules.ts';
 import { privacyStates, type PrivacyRow } from '../privacy/suppression.ts';
 import type { IdentifyCall } from './identify-plan.ts';
@@ -17,7 +16,7 @@ export function droppedCalls(calls: readonly IdentifyCall[], rows: readonly Priv
   const states = privacyStates(rows);
   const out: DroppedCall[] = [];
   for (const call of calls) {
-    const reason = dropReason(states.get(`${call.envId}:${storedHashHex(call.userKey)}`), call.receivedAt);
+    const reason = dropReason(states.get(`${call.envId}:${call.userHash.toString('hex')}`), call.receivedAt);
     if (reason) out.push({ call, reason });
   }
   return out;

@@ -9,6 +9,7 @@ import type { Channel, Decision } from './consent.ts';
 import { repeatVerdict } from './call-digest.ts';
 import { joinableEmail, joinTarget } from './email.ts';
 import { FEATURE, hasFeature } from '../environments/features.ts';
+import { hashStored } from '../platform/identity-hash.ts';
 import { toPgText } from '../platform/pg-text.ts';
 import { profileFieldsChanged, SERVICE_EVENTS, subscriptionChanged, type EventSubject } from '../events/service-events.ts';
 import { stringifyJson } from '../platform/json-text.ts';
@@ -33,6 +34,8 @@ export interface IdentifyCall {
   /** userId and messageId as their columns store them (pg-text.ts). */
   userKey: string;
   messageKey: string;
+  /** The user key's SHA-256 (identity-hash.ts hashStored): hashed once, read by every statement that names the user. */
+  userHash: Buffer;
   /** The email the call joins profiles on: traits.email when it may join (email.ts) and the organization has the join-by-email feature. */
   joinEmail: string | null;
 }
@@ -40,6 +43,7 @@ export interface IdentifyCall {
 /** The call as the batch weighs it; a messageId is generated when the caller sent none. */
 export function toIdentifyCall(env: { id: string; features: readonly string[] }, input: IdentifyInput, receivedAt: number): IdentifyCall {
   const messageId = input.messageId ?? randomUUID();
+  const userKey = userKeyOf(input.userId);
   return {
     envId: env.id,
     attributeTrigger: hasFeature(env.features, FEATURE.attributeTrigger),
@@ -47,7 +51,8 @@ export function toIdentifyCall(env: { id: string; features: readonly string[] },
     messageId,
     callTime: input.timestampMs ?? receivedAt,
     receivedAt,
-    userKey: userKeyOf(input.userId),
+    userKey,
+    userHash: hashStored(userKey),
     messageKey: toPgText(messageId),
     joinEmail: hasFeature(env.features, FEATURE.joinByEmail) ? joinableEmail(input.addressTraits.email) : null,
   };

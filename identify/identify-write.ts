@@ -12,7 +12,7 @@ import type pg from 'pg';
 import { QUERY_TIMEOUT_MS, queryTimeoutFor } from '../platform/db.ts';
 import { callDigest } from './call-digest.ts';
 import { storedDecision, type Decision } from './consent.ts';
-import { hashStored, storedHashHex as hex } from '../platform/identity-hash.ts';
+import { storedHashHex as hex } from '../platform/identity-hash.ts';
 import { fromPgText, toPgText } from '../platform/pg-text.ts';
 import { userKeyBits } from '../privacy/rules.ts';
 import { Pipeline } from '../platform/pipeline.ts';
@@ -68,8 +68,7 @@ function columns<T>(rows: readonly T[], width: number, row: (r: T) => unknown[])
 }
 
 /** The claims' four columns: environment, key, call digest, the user's key bits (an erasure finds the person's claims by them). */
-const claimValues = (claims: MessageClaim[]) =>
-  columns(claims, 4, (m) => [m.call.envId, m.key, m.call.input.callDigest, userKeyBits(hashStored(m.call.userKey))]);
+const claimValues = (claims: MessageClaim[]) => columns(claims, 4, (m) => [m.call.envId, m.key, m.call.input.callDigest, userKeyBits(m.call.userHash)]);
 
 /**
  * Inserts the claims of the four arrays from $p on. `skip`: a messageId already claimed is
@@ -219,7 +218,7 @@ SELECT ${PRIOR_COLUMNS}
 export async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promise<Snapshot> {
   const { byMessage, sorted: claims } = messageClaims(calls);
   const byUser = new Map<string, { call: IdentifyCall; hash: string }>();
-  for (const c of calls) if (!byUser.has(userRef(c))) byUser.set(userRef(c), { call: c, hash: hex(c.userKey) });
+  for (const c of calls) if (!byUser.has(userRef(c))) byUser.set(userRef(c), { call: c, hash: c.userHash.toString('hex') });
   const userList = [...byUser.values()];
   // The users' environments and key hashes: the claim statement's $5–$6, the privacy read's $1–$2.
   const userColumns = columns(userList, 2, (u) => [u.call.envId, u.hash]);
@@ -451,7 +450,7 @@ export async function writeCached(client: pg.PoolClient, calls: IdentifyCall[], 
         profiles.map((p) => cached.versions.get(p.id)),
         ...addressClaimAndOutboxValues(plan),
         calls.map((c) => c.envId),
-        calls.map((c) => hex(c.userKey)),
+        calls.map((c) => c.userHash.toString('hex')),
       ],
     },
     ms,
