@@ -1,7 +1,6 @@
 // platform/pipeline.ts against a real PostgreSQL: the statements sent in one turn leave in one
 // socket write, each still answered, and a failure is heard in the order sent.
 import test from 'ava';
-import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { Pipeline } from '../../platform/pipeline.ts';
 import { TEST_DATABASE_URL } from '../helpers/services.ts';
@@ -13,11 +12,15 @@ async function pipelinedClient(): Promise<{ client: pg.PoolClient; writes: () =>
   await client.connect();
   client.on('error', () => {});
   // What reaches the socket's handle: one call of _write or _writev per write to the kernel.
-  const stream = (client as unknown as { connection: { stream: Duplex & { _write: Function; _writev: Function } } }).connection.stream;
+  type Write = (...args: unknown[]) => void;
+  const stream = (client as unknown as { connection: { stream: Record<'_write' | '_writev', Write> } }).connection.stream;
   let writes = 0;
   for (const method of ['_write', '_writev'] as const) {
     const original = stream[method].bind(stream);
-    stream[method] = (...args: unknown[]) => (writes++, original(...args));
+    stream[method] = (...args) => {
+      writes++;
+      original(...args);
+    };
   }
   return { client: client as unknown as pg.PoolClient, writes: () => writes, close: () => client.end() };
 }
