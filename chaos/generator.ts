@@ -115,6 +115,30 @@ export async function runUsersCommand(
   });
 }
 
+/**
+ * `users forget` of `userId` in `org`, started together with a control command: `users forget`
+ * of `nobody` in the other organization (the same start-up, connections and queue scans on the
+ * same busy machine, nothing to remove, another environment's locks). The checker charges the
+ * erasure only its time beyond the control's: on a loaded machine a command's start-up alone
+ * takes seconds.
+ */
+export async function forgetBesideControl(
+  sys: System,
+  rec: Recorder,
+  org: Org,
+  userId: string,
+  nobody: string,
+  options: { suppress?: boolean; purpose: 'operator' | 'join-erasure' },
+): Promise<CommandOp> {
+  const [erase, control] = await Promise.all([
+    runUsersCommand(sys, rec, 'operator', org, 'forget', userId, options),
+    runUsersCommand(sys, rec, 'operator', org === 'a' ? 'b' : 'a', 'forget', nobody, { purpose: 'control' }),
+  ]);
+  erase.pairedWith = control.id;
+  control.pairedWith = erase.id;
+  return erase;
+}
+
 /** One client: its own connections, stream of randomness and messageIds. */
 async function clientLoop(sys: System, rec: Recorder, plan: Plan, shared: Shared, gate: Gate, rng: Rng, index: number, until: () => boolean) {
   const name = `c${index}`;
@@ -227,7 +251,7 @@ async function operatorLoop(sys: System, rec: Recorder, plan: Plan, shared: Shar
         case 'forget-suppress': {
           const suppress = kind === 'forget-suppress';
           const userId = someone();
-          await runUsersCommand(sys, rec, 'operator', org, 'forget', userId, { suppress, purpose: 'operator' });
+          await forgetBesideControl(sys, rec, org, userId, `${plan.seed}-operator-nobody`, { suppress, purpose: 'operator' });
           if (suppress) shared.suppressed[org].add(userId.trim());
           return;
         }

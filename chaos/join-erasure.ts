@@ -1,15 +1,15 @@
 // An erasure racing joins: Identify calls from new user IDs carrying one person's email arrive
 // at a steady rate (100–200 a second) in the organization that joins by email, so each joins
-// the person's profile; the erasure of the person starts 1–3 s in, together with a control
-// command whose wall time the checker subtracts: `users forget` of nobody in the other
-// organization (the same start-up, connections and queue scans, on the same busy machine; another
-// environment, so it neither waits for the joins' locks nor for the erasure's). The joins go on until 2 s after the erasure exits.
+// the person's profile; the erasure of the person starts 1–3 s in, beside a control command
+// whose wall time the checker subtracts (generator.ts forgetBesideControl; another environment,
+// so it neither waits for the joins' locks nor for the erasure's). The joins go on until 2 s
+// after the erasure exits.
 import type { Recorder } from './history.ts';
 import { answered } from './history.ts';
 import { identifyBody } from './bodies.ts';
 import { ClientConnections } from './http-client.ts';
 import type { Step } from './plan.ts';
-import { runUsersCommand, sendIdentify, sleep, targets } from './generator.ts';
+import { forgetBesideControl, sendIdentify, sleep, targets } from './generator.ts';
 import type { System } from './system.ts';
 
 /** Joins in flight at once: enough for 200 a second with a slow PostgreSQL, few enough to stay modest. */
@@ -44,12 +44,7 @@ export async function erasureUnderJoins(sys: System, rec: Recorder, step: Step, 
     const pending = new Set<Promise<unknown>>();
     const erasure = (async () => {
       await sleep(step.eraseAfterMs);
-      const [erase, control] = await Promise.all([
-        runUsersCommand(sys, rec, 'operator', 'a', 'forget', person, { purpose: 'join-erasure' }),
-        runUsersCommand(sys, rec, 'operator', 'b', 'forget', `${tag}-nobody`, { purpose: 'control' }),
-      ]);
-      erase.pairedWith = control.id;
-      control.pairedWith = erase.id;
+      await forgetBesideControl(sys, rec, 'a', person, `${tag}-nobody`, { purpose: 'join-erasure' });
       stopAt = Math.min(stopAt, Date.now() + 2_000);
     })();
     while (Date.now() < stopAt) {
