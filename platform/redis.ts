@@ -1,6 +1,7 @@
 import { Cluster, Redis as Single, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
+import { releaseAnsweredCommandArguments } from './redis-answered-commands.ts';
 
 /** A connection to the one Redis of REDIS_URL, or to the Redis Cluster of REDIS_CLUSTER_NODES. */
 export type Redis = Single | Cluster;
@@ -24,6 +25,7 @@ export type RedisConfig = Pick<Config, 'redisUrl'> & Partial<Pick<Config, 'redis
  * can then try another partition within the same bound.
  */
 export function createRedis(config: RedisConfig, profile: 'producer' | 'worker', log?: Logger): Redis {
+  releaseAnsweredCommandArguments();
   const producer = profile === 'producer';
   const options: RedisOptions = producer
     ? { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 }
