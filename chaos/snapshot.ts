@@ -63,15 +63,16 @@ export async function readSnapshot(sys: System, drained: boolean): Promise<Snaps
     journeyRuns,
     orphanMessageIds,
     addressClaims,
-    redis: await redisStrings(sys),
+    redis: await redisStrings(sys, orgOf),
     drained,
     workerEvents: await workerEventCounts(sys),
   };
 }
 
 /** Every key on every master of the cluster (it is the run's own), with the strings it holds. */
-async function redisStrings(sys: System): Promise<Snapshot['redis']> {
+async function redisStrings(sys: System, orgOf: Map<string, Org>): Promise<Snapshot['redis']> {
   const out: Snapshot['redis'] = [];
+  const orgOfKey = (key: string) => [...orgOf].find(([environmentId]) => key.includes(environmentId))?.[1] ?? null;
   for (const node of await masters(sys.redis)) {
     const r = node.admin;
     let cursor = '0';
@@ -87,7 +88,7 @@ async function redisStrings(sys: System): Promise<Snapshot['redis']> {
         else if (type === 'set') values = await r.smembers(key);
         else if (type === 'zset') values = await r.zrange(key, 0, -1);
         else if (type === 'stream') values = ((await r.xrange(key, '-', '+')) as [string, string[]][]).flatMap(([, fields]) => fields);
-        out.push({ key, strings: [key, ...values.flatMap(withJsonLeaves)] });
+        out.push({ key, org: orgOfKey(key), strings: [key, ...values.flatMap(withJsonLeaves)] });
       }
     } while (cursor !== '0');
   }

@@ -38,7 +38,7 @@ export interface Context {
   /** The final state's rows by person: user ID (trimmed) or key as `org\0…`, email or address value as `org\0…`. */
   rows: RowsByPerson;
   /** Per Redis key: its strings trimmed, and every token of them between characters an ID of the run never holds. */
-  redisTokens: { key: string; tokens: Set<string> }[];
+  redisTokens: { key: string; org: Org | null; tokens: Set<string> }[];
 }
 
 export function makeContext(h: History, s: Snapshot, facts: RunFacts): Context {
@@ -70,7 +70,7 @@ export function makeContext(h: History, s: Snapshot, facts: RunFacts): Context {
     suppressions,
     suppressionsOf: groupBy(suppressions, (x) => `${x.org}\0${x.userId}`),
     rows: rowsByPerson(s),
-    redisTokens: s.redis.map(({ key, strings }) => ({ key, tokens: idTokens(strings) })),
+    redisTokens: s.redis.map(({ key, org, strings }) => ({ key, org, tokens: idTokens(strings) })),
     emails,
     tracksByMessage: groupBy(all.filter(isTrack), (op) => `${op.org}\0${op.messageId}`),
     identifiesByUser: groupBy(all.filter(isIdentify), (op) => `${op.org}\0${op.userId.trim()}`),

@@ -107,8 +107,9 @@ function remainders(ctx: Context, e: Erasure): Violation[] {
       found.push(`journey_runs: ${JSON.stringify(r.userId)}, trigger ${r.triggerKey}`);
     }
 
-    for (const { key: redisKey, tokens } of ctx.redisTokens)
-      if (tokens.has(u) && !calledLater(u)) found.push(`Redis key ${redisKey} holds ${JSON.stringify(u)}`);
+    // A key of the other org's environment holds that org's user IDs: the same ID there is someone else.
+    for (const { key: redisKey, org, tokens } of ctx.redisTokens)
+      if ((!org || org === e.org) && tokens.has(u) && !calledLater(u)) found.push(`Redis key ${redisKey} holds ${JSON.stringify(u)}`);
   }
 
   for (const email of emails) {

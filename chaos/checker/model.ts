@@ -34,8 +34,13 @@ export interface Snapshot {
   /** event_ids rows with no row of events for their messageId: the SHA-256 (hex) of the messageId. */
   orphanMessageIds: { org: Org; messageHash: string; receivedAt: number }[];
   addressClaims: { org: Org; value: string }[];
-  /** Every Redis key of the run with the strings found in it (its name, fields, values, JSON leaves). */
-  redis: { key: string; strings: string[] }[];
+  /**
+   * Every Redis key of the run with the strings found in it (its name, fields, values, JSON
+   * leaves), and the org whose environment its name names (the live view's and the refused
+   * calls' lists are per environment); null for a key of no one environment (a queue's jobs mix
+   * both orgs' events), which counts for either.
+   */
+  redis: { key: string; org: Org | null; strings: string[] }[];
   /** Whether the events queue was empty with no active job when the state was read. */
   drained: boolean;
   /** The workers' intake_worker_events_total per outcome (for the summary). */

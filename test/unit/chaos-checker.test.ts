@@ -312,12 +312,28 @@ test('erasure: joined users, Identify records, journey runs, addresses and Redis
     identifyMessages: [{ org: 'a', messageKey: messageKeyOf('i1'), userKey: userKeyOf('u-1') }],
     journeyRuns: [{ org: 'a', userId: 'u-1', triggerKey: 'e:m1' }],
     profiles: [{ org: 'a', id: 'p', email: 'p0@x' }],
-    redis: [{ key: 'live:identify:env', strings: ['live:identify:env', 'u', 'j-7 '] }],
+    redis: [{ key: 'live:identify:env', org: 'a', strings: ['live:identify:env', 'u', 'j-7 '] }],
   });
   const [v] = run(erasureRemovedPerson, b, s);
   const details = v.details!.join('\n');
   for (const part of ['profile_users: "j-7"', 'identify_messages', 'journey_runs', 'profiles: p', 'Redis key live:identify:env holds "j-7"'])
     t.true(details.includes(part), part);
+});
+
+test('erasure: a key of the other org’s environment holds its own person of the same user ID, not the erased one', (t) => {
+  const b = new Builder();
+  b.identify(1_000, 'i1', 'u-1', 'p0@x');
+  b.command('forget', 5_000, 1_000, 'u-1', { stdout: JSON.stringify({ joinedUserIds: [] }) });
+  const refused = (org: 'a' | 'b' | null) => ({
+    key: `live:refused:env-${org}`,
+    org,
+    strings: [`live:refused:env-${org}`, '{"b":"{\\"userId\\":\\"u-1\\"}"}', 'u-1'],
+  });
+  t.deepEqual(run(erasureRemovedPerson, b, snapshot({ redis: [refused('b')] })), []);
+  for (const org of ['a', null] as const) {
+    const [v] = run(erasureRemovedPerson, b, snapshot({ redis: [refused(org)] }));
+    t.deepEqual(v?.details, [`Redis key live:refused:env-${org} holds "u-1"`], `a key of ${org ?? 'no one environment'}`);
+  }
 });
 
 test('erasure: data sent after it started is allowed to stay', (t) => {
@@ -329,7 +345,7 @@ test('erasure: data sent after it started is allowed to stay', (t) => {
     events: [row('m1', 'u-1', 3_001)],
     profileUsers: [{ org: 'a', userId: 'u-1', profileId: 'p' }],
     identifyMessages: [{ org: 'a', messageKey: messageKeyOf('i1'), userKey: userKeyOf('u-1') }],
-    redis: [{ key: 'k', strings: ['{"userId":"u-1"}', 'u-1'] }],
+    redis: [{ key: 'k', org: null, strings: ['{"userId":"u-1"}', 'u-1'] }],
   });
   t.deepEqual(run(erasureRemovedPerson, b, s), []);
 });
