@@ -53,7 +53,10 @@ test('builds, has no runtime dependency, and `import` (ESM) and `require` (Commo
       .then((r) => intake.getProfile('commonjs').then((p) => console.log(JSON.stringify({ duplicate: r.duplicate, fields: p.fields }))))
       .finally(() => intake.close());`;
   writeFileSync(path.join(dir, 'index.js'), cjs);
-  const required = await run(process.execPath, ['index.js'], { cwd: dir, env: { PATH: process.env.PATH, URL: gateway.url, SLUG: tenant.slug, KEY: tenant.key } });
+  const required = await run(process.execPath, ['index.js'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, URL: gateway.url, SLUG: tenant.slug, KEY: tenant.key },
+  });
   t.deepEqual(JSON.parse(required.stdout), { duplicate: false, fields: { cjs: true } });
   t.is(required.stderr, '', 'no warning about loading an ES module');
 });

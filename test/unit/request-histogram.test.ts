@@ -26,7 +26,12 @@ function ours() {
 
 function promClients() {
   const registry = new Registry();
-  const counts = new Counter({ name: NAMES.count, help: 'HTTP requests answered, by route name and status', labelNames: ['route', 'status'], registers: [registry] });
+  const counts = new Counter({
+    name: NAMES.count,
+    help: 'HTTP requests answered, by route name and status',
+    labelNames: ['route', 'status'],
+    registers: [registry],
+  });
   const durations = new Histogram({
     name: NAMES.duration,
     help: 'HTTP request latency in seconds, by route name and status',
@@ -62,5 +67,8 @@ test("reset zeroes every cell, as prom-client's reset does", async (t) => {
   reference.resetMetrics();
   // prom-client forgets its label sets on reset; the cells stay, at zero.
   t.notRegex(await registry.metrics(), /http_requests_total\{[^}]*\} [1-9]/);
-  t.is(await reference.metrics(), `# HELP ${NAMES.count} HTTP requests answered, by route name and status\n# TYPE ${NAMES.count} counter\n\n# HELP ${NAMES.duration} HTTP request latency in seconds, by route name and status\n# TYPE ${NAMES.duration} histogram\n`);
+  t.is(
+    await reference.metrics(),
+    `# HELP ${NAMES.count} HTTP requests answered, by route name and status\n# TYPE ${NAMES.count} counter\n\n# HELP ${NAMES.duration} HTTP request latency in seconds, by route name and status\n# TYPE ${NAMES.duration} histogram\n`,
+  );
 });
