@@ -14,7 +14,7 @@ import { memorySource, watchRedisMemory } from '../platform/redis-memory.ts';
 import { createApp } from './app.ts';
 import { createAuthCache } from './auth-cache.ts';
 import { createSuppressions } from './suppressions.ts';
-import { suppressionChannels } from '../platform/queue-keys.ts';
+import { liveFlushChannels, suppressionChannels } from '../platform/queue-keys.ts';
 import { answerInJson } from './client-error.ts';
 import { createEventBatcher } from './event-batcher.ts';
 import { createIdentifyBatcher } from './handlers/identify.ts';
@@ -25,6 +25,7 @@ import { createAdmission } from './admission.ts';
 import { createUploadWatch } from './upload-watch.ts';
 import { createLiveRecorder } from './live/recorder.ts';
 import { createRefusedRecorder } from './live/refused-recorder.ts';
+import { flushOnErasure } from './live/flush-on-erasure.ts';
 import { createTrustedClock } from '../platform/trusted-clock.ts';
 import type { ClusterMember } from './cluster/member.ts';
 
@@ -106,6 +107,13 @@ export async function startGateway(deps: { config: Config; db: Db; log: Logger; 
   const live = createLiveRecorder({ config, redis, requestTotals: metrics.requestTotals, log });
   // The console's Refused calls page: a sampled record of the 4xx answers, written the same way.
   const refused = createRefusedRecorder({ config, redis, log });
+  flushOnErasure({
+    subscriber,
+    publisher: redis,
+    channels: liveFlushChannels(config),
+    flush: async () => void (await Promise.all([live.flush(), refused.flush()])),
+    log,
+  });
   const identifyBatcher = createIdentifyBatcher(poolOf(db), json, {
     maxBatch: config.identifyBatchMax,
     maxInFlight: config.identifyBatchesInFlight,

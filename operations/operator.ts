@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Config } from '../platform/config.ts';
 import type { Db } from '../platform/db.ts';
-import { authCacheChannels, suppressionChannels } from '../platform/queue-keys.ts';
+import { authCacheChannels, liveFlushChannels, suppressionChannels } from '../platform/queue-keys.ts';
 import type { DeadLetterJob, EventBatchJob, ServiceEventJob } from '../events/jobs.ts';
 import type { Cluster, Redis } from '../platform/redis.ts';
 import { TimeoutError, withTimeout } from '../platform/with-timeout.ts';
@@ -19,6 +19,11 @@ export interface OperatorDeps {
   invalidateAuthCaches(change: CachedChange): Promise<void>;
   /** The same for the gateways' sets of suppressed user IDs (gateway/suppressions.ts). */
   invalidateSuppressions(change: CachedChange): Promise<void>;
+  /**
+   * Asks every gateway to write what its live view recorders hold (gateway/live/flush-on-erasure.ts)
+   * and waits until each has; returns what went wrong, or null.
+   */
+  flushLiveViews(): Promise<string | null>;
   /** Every partition of the events queue (QUEUE_PARTITIONS), in partition order. */
   eventsQueues(): Queue<EventBatchJob>[];
   /** The first partition: the whole events queue with QUEUE_PARTITIONS=1. */
@@ -127,6 +132,10 @@ export function openOperator(config: Config, db: Db, queues?: QueueModules): Ope
         );
       }
     },
+    async flushLiveViews() {
+      redisModule ??= await import('../platform/redis.ts');
+      return invalidateEverywhere(connect(), liveFlushChannels(config), LIVE_FLUSH_TIMEOUT_MS);
+    },
     async redis() {
       redisModule ??= await import('../platform/redis.ts');
       return connect();
@@ -150,6 +159,8 @@ export function openOperator(config: Config, db: Db, queues?: QueueModules): Ope
  * and a gateway busy starting or under load may take seconds to read the message.
  */
 const ACK_TIMEOUT_MS = 10_000;
+/** A gateway writes its live view in milliseconds; an erasure does not wait long on one that cannot (its answer says so). */
+const LIVE_FLUSH_TIMEOUT_MS = 3000;
 /** An invalidation not confirmed by all within this is published again (see below). */
 const ROUND_MS = 2000;
 

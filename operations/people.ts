@@ -24,8 +24,12 @@ export async function forgetPerson(deps: OperatorDeps, env: PersonEnvironment, u
   const userIds = [userId.trim(), ...summary.joinedUserIds];
   const liveViewEntries = await orNull(
     deps.redis().then(async (redis) => {
+      // What the gateways still hold of the person's calls is written first, so the removal below finds it.
+      const unconfirmed = await deps.flushLiveViews();
       const prefix = liveKeyPrefix(deps.config);
-      return (await forgetLiveCalls(redis, prefix, env.id, userIds)) + (await forgetRefusedCalls(redis, prefix, env.id, userIds));
+      const removed = (await forgetLiveCalls(redis, prefix, env.id, userIds)) + (await forgetRefusedCalls(redis, prefix, env.id, userIds));
+      // A gateway that did not confirm may write the person's calls later: running the command again removes them.
+      return unconfirmed ? null : removed;
     }),
   );
   const erased = { environmentId: env.id, userIds, erasedAt: summary.erasedAt, outboxIds };
@@ -40,10 +44,11 @@ export async function forgetPerson(deps: OperatorDeps, env: PersonEnvironment, u
 /**
  * What Redis holds of the person goes after PostgreSQL's: the dashboard live view's raw user IDs
  * (kept up to an hour), the refused calls whose body names them (kept up to a day) and their events and service events in jobs that ran or failed for good
- * (events/forget-queued.ts). The erasure is done by then, so Redis being away does not fail the
- * command: null says so, and running it again removes them.
+ * (events/forget-queued.ts). The erasure is done by then, so Redis being away (or a gateway that
+ * cannot write what it holds of the live view) does not fail the command: null says so, and
+ * running it again removes them.
  */
-async function orNull(work: Promise<number>): Promise<number | null> {
+async function orNull(work: Promise<number | null>): Promise<number | null> {
   try {
     return await withTimeout(work, 5000, 'Redis did not answer');
   } catch {

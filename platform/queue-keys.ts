@@ -90,3 +90,8 @@ export function eventsQueueNames(config: Pick<Config, 'redisClusterNodes' | 'que
 export function suppressionChannels(config: Pick<Config, 'queuePrefix'>): { invalidate: string; ack: string } {
   return { invalidate: `${config.queuePrefix}:suppressions:invalidate`, ack: `${config.queuePrefix}:suppressions:ack` };
 }
+
+/** Redis channels on which an erasure asks every gateway to write what its live view recorders hold, and gateways confirm (gateway/live/flush-on-erasure.ts). */
+export function liveFlushChannels(config: Pick<Config, 'queuePrefix'>): { invalidate: string; ack: string } {
+  return { invalidate: `${config.queuePrefix}:live:flush`, ack: `${config.queuePrefix}:live:flush:ack` };
+}

@@ -10,10 +10,13 @@ import type { Logger } from '../../platform/logger.ts';
 import type { Redis } from '../../platform/redis.ts';
 import type { IdentifyCall, Plan } from '../../identify/identify-plan.ts';
 import { withTimeout } from '../../platform/with-timeout.ts';
+import { singleWrite } from './single-write.ts';
 
 export interface LiveRecorder {
   /** A committed Identify batch (createIdentifyBatcher's onCommitted, handlers/identify.ts). */
   identifyCommitted(calls: IdentifyCall[], plan: Plan): void;
+  /** Writes the Identify calls handed over so far (SingleWrite.flush). */
+  flush(): Promise<void>;
   /** Writes what is pending and stops. */
   close(): Promise<void>;
 }
@@ -106,19 +109,11 @@ export function createLiveRecorder(deps: LiveRecorderDeps): LiveRecorder {
 
   // Answers before the recorder started are not this minute's.
   for (const { route, status, count } of deps.requestTotals()) sent.set(`${route}:${status}`, count);
-  // One write of each kind at a time: a Redis that hangs holds one, not one more every second.
-  const single = (write: () => Promise<void>) => {
-    let running: Promise<void> | undefined;
-    return () =>
-      (running ??= write()
-        .catch(warn)
-        .finally(() => (running = undefined)));
-  };
-  const guardedRates = single(writeRates);
-  const guardedCalls = single(writeIdentifyCalls);
+  const rates = singleWrite(writeRates, warn);
+  const calls = singleWrite(writeIdentifyCalls, warn);
 
-  const callsTimer = keep > 0 ? setInterval(guardedCalls, deps.identifyEveryMs ?? 1000) : undefined;
-  const ratesTimer = setInterval(guardedRates, deps.ratesEveryMs ?? 10_000);
+  const callsTimer = keep > 0 ? setInterval(calls.tick, deps.identifyEveryMs ?? 1000) : undefined;
+  const ratesTimer = setInterval(rates.tick, deps.ratesEveryMs ?? 10_000);
   callsTimer?.unref();
   ratesTimer.unref();
 
@@ -130,11 +125,12 @@ export function createLiveRecorder(deps: LiveRecorderDeps): LiveRecorder {
       batches.push({ calls, plan });
       pendingCalls += calls.length;
     },
+    flush: calls.flush,
     async close() {
       clearInterval(callsTimer);
       clearInterval(ratesTimer);
       // The last second's calls and counts, unless Redis does not answer soon: shutdown does not wait on it.
-      await withTimeout(Promise.all([guardedCalls(), guardedRates()]), CLOSE_WRITE_MS, 'live view').catch(warn);
+      await withTimeout(Promise.all([calls.tick(), rates.tick()]), CLOSE_WRITE_MS, 'live view').catch(warn);
     },
   };
 }

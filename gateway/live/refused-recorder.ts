@@ -14,6 +14,7 @@ import { liveKeyPrefix, REFUSED_BODY_CHARS, REFUSED_TTL_MS, REFUSED_UNKNOWN, ref
 import type { Logger } from '../../platform/logger.ts';
 import type { Redis } from '../../platform/redis.ts';
 import { withTimeout } from '../../platform/with-timeout.ts';
+import { singleWrite } from './single-write.ts';
 import type { IngestState } from '../state.ts';
 
 /** What the recorder reads of a refused request's context. */
@@ -27,6 +28,8 @@ export interface RefusedContext {
 export interface RefusedRecorder {
   /** A request answered with a 4xx by answerError (called by the request log, after the answer). */
   refused(ctx: RefusedContext, route: string, status: number, refusal: string): void;
+  /** Writes the refused calls handed over so far (SingleWrite.flush). */
+  flush(): Promise<void>;
   /** Writes what is pending and stops. */
   close(): Promise<void>;
 }
@@ -86,12 +89,8 @@ export function createRefusedRecorder(deps: RefusedRecorderDeps): RefusedRecorde
     await pipeline.exec();
   }
 
-  let running: Promise<void> | undefined;
-  const guarded = () =>
-    (running ??= write()
-      .catch(warn)
-      .finally(() => (running = undefined)));
-  const timer = keep > 0 ? setInterval(guarded, deps.everyMs ?? 1000) : undefined;
+  const writes = singleWrite(write, warn);
+  const timer = keep > 0 ? setInterval(writes.tick, deps.everyMs ?? 1000) : undefined;
   timer?.unref();
 
   return {
@@ -122,9 +121,10 @@ export function createRefusedRecorder(deps: RefusedRecorderDeps): RefusedRecorde
       if (!list) pending.set(listId, (list = []));
       list.push(JSON.stringify(entry));
     },
+    flush: writes.flush,
     async close() {
       clearInterval(timer);
-      await withTimeout(guarded(), CLOSE_WRITE_MS, 'refused calls').catch(warn);
+      await withTimeout(writes.tick(), CLOSE_WRITE_MS, 'refused calls').catch(warn);
     },
   };
 }
