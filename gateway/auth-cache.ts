@@ -19,6 +19,7 @@
 // effect within about a second of PostgreSQL answering. A key with no entry needs PostgreSQL:
 // while it is away such a request gets the spec's temporary 500.
 import type { Db } from '../platform/db.ts';
+import { acknowledge } from './invalidation-acks.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Redis } from '../platform/redis.ts';
 import { findKeyByHash, type KeyRecord } from '../environments/environment-store.ts';
@@ -170,21 +171,4 @@ export function createAuthCache(deps: AuthCacheDeps): AuthCache {
       subscriber.disconnect();
     },
   };
-}
-
-/**
- * Publishes an ack. The producer connection refuses commands while it is not connected (so
- * that Track fails fast); an ack refused so is sent once it reconnects, if within 10 s, about
- * as long as the operator's command waits for it.
- */
-function acknowledge(publisher: Redis, channel: string, nonce: string): void {
-  const send = () => publisher.publish(channel, nonce);
-  send().catch(() => {
-    const retry = () => {
-      clearTimeout(timer);
-      send().catch(() => {});
-    };
-    const timer = setTimeout(() => publisher.off('ready', retry), 10_000).unref();
-    publisher.once('ready', retry);
-  });
 }

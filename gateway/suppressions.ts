@@ -18,6 +18,7 @@
 // (one statement for all users), off the request path; what a failed write held is tried again.
 import type pg from 'pg';
 import type { Counter } from 'prom-client';
+import { answerInvalidations } from './invalidation-acks.ts';
 import { hasId } from '../profiles/ids.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Redis } from '../platform/redis.ts';
@@ -69,18 +70,10 @@ export function createSuppressions(deps: SuppressionsDeps): Suppressions {
     }
   }
 
-  subscriber.on('message', (channel: string, nonce: string) => {
-    if (channel !== channels.invalidate) return;
-    // Ack only once this gateway holds the new set: the command's success means every gateway drops.
-    void reload().then((ok) => {
-      if (ok) publisher.publish(channels.ack, nonce).catch(() => {});
-    });
-  });
+  // Ack only once this gateway holds the new set: the command's success means every gateway drops.
+  answerInvalidations({ subscriber, publisher, channels, log, unsubscribed: 'suppressions: subscription unavailable, reading them periodically' }, reload);
   // ioredis subscribes again after a reconnect; what was published meanwhile was missed.
   subscriber.on('ready', () => void reload());
-  subscriber
-    .subscribe(channels.invalidate)
-    .catch((err: Error) => log.warn({ err: err.message }, 'suppressions: subscription unavailable, reading them periodically'));
   void reload();
   const refresh = setInterval(() => void reload(), deps.refreshMs).unref();
 

@@ -4,31 +4,24 @@
 // be written after it. So the erasure first publishes a nonce (invalidateEverywhere,
 // operations/operator.ts); every gateway writes what it holds and only then acks, and the
 // erasure removes the person's calls once every gateway has.
-import type { Logger } from '../../platform/logger.ts';
-import type { Redis } from '../../platform/redis.ts';
+import { answerInvalidations, type InvalidationDeps } from '../invalidation-acks.ts';
 
-export interface FlushOnErasureDeps {
-  /** The gateway's connection in subscriber mode (shared with the key cache and the suppressions). */
-  subscriber: Redis;
-  publisher: Redis;
-  channels: { invalidate: string; ack: string };
+export interface FlushOnErasureDeps extends Omit<InvalidationDeps, 'unsubscribed'> {
   /** Writes what the recorders hold; rejects when a write fails (the erasure then says its Redis part is not done). */
   flush: () => Promise<void>;
-  log: Logger;
 }
 
 export function flushOnErasure(deps: FlushOnErasureDeps): void {
-  const { subscriber, publisher, channels, flush, log } = deps;
-  subscriber.on('message', (channel: string, nonce: string) => {
-    if (channel !== channels.invalidate) return;
-    // A call whose answer came in the same poll as the message is handed over by the callbacks
-    // of that poll: flushing after them (setImmediate) writes it too.
-    setImmediate(() =>
-      flush().then(
-        () => publisher.publish(channels.ack, nonce).catch(() => {}),
-        (err: Error) => log.warn({ err: err.message }, 'live view: not written for an erasure, which will say so'),
-      ),
+  const { flush, log } = deps;
+  // A call whose answer came in the same poll as the message is handed over by the callbacks
+  // of that poll: flushing after them (setImmediate) writes it too.
+  const flushed = () =>
+    new Promise<void>((resolve) => setImmediate(resolve)).then(flush).then(
+      () => true,
+      (err: Error) => {
+        log.warn({ err: err.message }, 'live view: not written for an erasure, which will say so');
+        return false;
+      },
     );
-  });
-  subscriber.subscribe(channels.invalidate).catch((err: Error) => log.warn({ err: err.message }, 'live view: erasures cannot reach this gateway'));
+  answerInvalidations({ ...deps, unsubscribed: 'live view: erasures cannot reach this gateway' }, flushed);
 }
