@@ -1,4 +1,5 @@
-import Koa from 'koa';
+import type Koa from 'koa';
+import { GatewayKoa } from './koa-app.ts';
 import type { Logger } from '../platform/logger.ts';
 import { notFound } from './middleware/not-found.ts';
 import { requestLog, type ObserveRefused, type ObserveRequest } from './middleware/request-log.ts';
@@ -14,7 +15,7 @@ import type { IngestState } from './state.ts';
 export function createApp(
   deps: GatewayDeps & { log: Logger; observeRequest: ObserveRequest; clock: Pick<TrustedClock, 'now'>; observeRefused?: ObserveRefused },
 ): Koa<IngestState> {
-  const app = new Koa<IngestState>({ proxy: false });
+  const app = new GatewayKoa<IngestState>({ proxy: false });
   // Errors are logged once, by answerError; Koa's default handler would print stacks to stderr.
   app.silent = true;
   app.use(requestLog(deps.log, deps.observeRequest, deps.clock.now, deps.observeRefused));
