@@ -2,7 +2,7 @@
 // response (an AsyncResource and listeners on the response and its socket, removed again when it
 // ends) so that a response or socket error reaches ctx.onerror. On the gateway that call does
 // nothing: the app is silent, and an answer cannot be written to a socket that failed. Those
-// listeners cost Track about a tenth of its CPU per request, so a request whose answer the
+// listeners cost Track about 7 % of its CPU per request, so a request whose answer the
 // middleware wrote straight to Node's response (answers.ts: `ctx.respond = false`) never has them.
 // Any other answer (an error, the 404, health, metrics) is then written by Koa's own
 // handleRequest, exactly as before.
