@@ -19,7 +19,7 @@
 // effect within about a second of PostgreSQL answering. A key with no entry needs PostgreSQL:
 // while it is away such a request gets the spec's temporary 500.
 import type { Db } from '../platform/db.ts';
-import { acknowledge } from './invalidation-acks.ts';
+import { answerInvalidations } from './invalidation-acks.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Redis } from '../platform/redis.ts';
 import { findKeyByHash, type KeyRecord } from '../environments/environment-store.ts';
@@ -66,11 +66,6 @@ export function createAuthCache(deps: AuthCacheDeps): AuthCache {
     cache.clear();
     reading.clear();
   };
-  subscriber.on('message', (channel: string, nonce: string) => {
-    if (channel !== channels.invalidate) return;
-    invalidate();
-    acknowledge(publisher, channels.ack, nonce);
-  });
   // ioredis re-subscribes on reconnect; anything published while we were away was missed.
   subscriber.on('ready', () => {
     invalidate();
@@ -83,10 +78,13 @@ export function createAuthCache(deps: AuthCacheDeps): AuthCache {
     });
   }
   // Not awaited: a gateway must start (and answer) while Redis is down.
-  subscriber.subscribe(channels.invalidate).then(
-    () => (listening = subscriber.status === 'ready'),
-    (err: Error) => log.warn({ err: err.message }, 'auth cache: subscription unavailable, reading keys through'),
-  );
+  const unsubscribed = 'auth cache: subscription unavailable, reading keys through';
+  void answerInvalidations({ subscriber, publisher, channels, log, unsubscribed }, () => {
+    invalidate();
+    return Promise.resolve(true);
+  }).then((subscribed) => {
+    if (subscribed) listening = subscriber.status === 'ready';
+  });
 
   const caching = () => listening && ttlMs > 0;
 

@@ -16,9 +16,10 @@ export interface InvalidationDeps {
 
 /**
  * Runs `work` for each nonce published on `channels.invalidate` and acks the nonce once it
- * resolves true; false leaves the command unconfirmed (it then says so).
+ * resolves true; false leaves the command unconfirmed (it then says so). Resolves with whether
+ * the subscription was made (a failure is logged with `unsubscribed`).
  */
-export function answerInvalidations(deps: InvalidationDeps, work: () => Promise<boolean>): void {
+export function answerInvalidations(deps: InvalidationDeps, work: () => Promise<boolean>): Promise<boolean> {
   const { subscriber, publisher, channels, log } = deps;
   subscriber.on('message', (channel: string, nonce: string) => {
     if (channel !== channels.invalidate) return;
@@ -26,8 +27,14 @@ export function answerInvalidations(deps: InvalidationDeps, work: () => Promise<
       if (done) acknowledge(publisher, channels.ack, nonce);
     });
   });
-  // Not awaited: a gateway must start (and answer) while Redis is down.
-  subscriber.subscribe(channels.invalidate).catch((err: Error) => log.warn({ err: err.message }, deps.unsubscribed));
+  // Not awaited by the callers: a gateway must start (and answer) while Redis is down.
+  return subscriber.subscribe(channels.invalidate).then(
+    () => true,
+    (err: Error) => {
+      log.warn({ err: err.message }, deps.unsubscribed);
+      return false;
+    },
+  );
 }
 
 /**
@@ -35,7 +42,7 @@ export function answerInvalidations(deps: InvalidationDeps, work: () => Promise<
  * that Track fails fast); an ack refused so is sent once it reconnects, if within 10 s, about
  * as long as the operator's command waits for it.
  */
-export function acknowledge(publisher: Redis, channel: string, nonce: string): void {
+function acknowledge(publisher: Redis, channel: string, nonce: string): void {
   const send = () => publisher.publish(channel, nonce);
   send().catch(() => {
     const retry = () => {
