@@ -77,7 +77,7 @@ async function seedTarget() {
   await admin.query(
     `INSERT INTO identify_messages (environment_id, message_key, call_digest, user_key)
      SELECT $1::uuid, gen_random_uuid(), i, $2::int8 FROM generate_series(1, 1000) AS i`,
-    [env, userKeyBits(userHashOf(TARGET))],
+    [env, userKeyBits(userHashOf(TARGET).toString('hex'))],
   );
   const profile = (
     await admin.query<{ id: string }>(

@@ -114,7 +114,7 @@ export function createSuppressions(deps: SuppressionsDeps): Suppressions {
       return true;
     },
     countDropped(dropped) {
-      for (const d of dropped) if (d.reason === 'suppressed') tally(d.call.envId, d.call.userHash.toString('hex'), 'identify');
+      for (const d of dropped) if (d.reason === 'suppressed') tally(d.call.envId, d.call.userHashHex, 'identify');
     },
     async close() {
       clearInterval(refresh);

@@ -6,13 +6,14 @@
 // are the same exactly when their digests are equal, unless SHA-256's first 64 bits collide
 // for two calls under one messageId of one environment.
 import { hash } from 'node:crypto';
+import { int8OfHex } from '../platform/identity-hash.ts';
 
 /** The digest, as the decimal text of a signed 64-bit integer (an int8 column's value). */
 export function callDigest(userId: string, timestampMs: number | null, traits: unknown): string {
   // JSON.stringify quotes the userId (no separator inside it can be mistaken for the next part)
   // and escapes an unpaired surrogate, which UTF-8 could not hash apart from U+FFFD.
   const text = `${JSON.stringify(userId)}\n${timestampMs ?? '-'}\n${canonicalJson(traits)}`;
-  return (hash('sha256', text, 'buffer') as Buffer).readBigInt64BE(0).toString();
+  return int8OfHex(hash('sha256', text, 'hex'));
 }
 
 /** A messageId's later call weighed against its first: the same call again, or a conflict (409). */
@@ -32,6 +33,7 @@ const COMMA = new Token(',');
  * values equal but for key order have one text. Iterative: traits may nest deeper than the stack.
  */
 export function canonicalJson(value: unknown): string {
+  if (isFlatObject(value)) return JSON.stringify(value, Object.keys(value).sort());
   let out = '';
   const todo: unknown[] = [value];
   while (todo.length) {
@@ -56,4 +58,17 @@ export function canonicalJson(value: unknown): string {
     }
   }
   return out;
+}
+
+/**
+ * An object none of whose values is an object or array (most traits): JSON.stringify with its
+ * keys sorted as the property list writes it canonically, natively and in one pass.
+ */
+function isFlatObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  for (const key in value) {
+    const v = (value as Record<string, unknown>)[key];
+    if (typeof v === 'object' && v !== null) return false;
+  }
+  return true;
 }

@@ -16,7 +16,7 @@ export function droppedCalls(calls: readonly IdentifyCall[], rows: readonly Priv
   const states = privacyStates(rows);
   const out: DroppedCall[] = [];
   for (const call of calls) {
-    const reason = dropReason(states.get(`${call.envId}:${call.userHash.toString('hex')}`), call.receivedAt);
+    const reason = dropReason(states.get(`${call.envId}:${call.userHashHex}`), call.receivedAt);
     if (reason) out.push({ call, reason });
   }
   return out;

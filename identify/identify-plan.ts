@@ -9,7 +9,7 @@ import type { Channel, Decision } from './consent.ts';
 import { repeatVerdict } from './call-digest.ts';
 import { joinableEmail, joinTarget } from './email.ts';
 import { FEATURE, hasFeature } from '../environments/features.ts';
-import { hashStored } from '../platform/identity-hash.ts';
+import { storedHashHex } from '../platform/identity-hash.ts';
 import { toPgText } from '../platform/pg-text.ts';
 import { profileFieldsChanged, SERVICE_EVENTS, subscriptionChanged, type EventSubject } from '../events/service-events.ts';
 import { stringifyJson } from '../platform/json-text.ts';
@@ -34,8 +34,8 @@ export interface IdentifyCall {
   /** userId and messageId as their columns store them (pg-text.ts). */
   userKey: string;
   messageKey: string;
-  /** The user key's SHA-256 (identity-hash.ts hashStored): hashed once, read by every statement that names the user. */
-  userHash: Buffer;
+  /** The user key's SHA-256 as hex (identity-hash.ts storedHashHex): hashed once, read by every statement that names the user. */
+  userHashHex: string;
   /** The email the call joins profiles on: traits.email when it may join (email.ts) and the organization has the join-by-email feature. */
   joinEmail: string | null;
 }
@@ -52,7 +52,7 @@ export function toIdentifyCall(env: { id: string; features: readonly string[] },
     callTime: input.timestampMs ?? receivedAt,
     receivedAt,
     userKey,
-    userHash: hashStored(userKey),
+    userHashHex: storedHashHex(userKey),
     messageKey: toPgText(messageId),
     joinEmail: hasFeature(env.features, FEATURE.joinByEmail) ? joinableEmail(input.addressTraits.email) : null,
   };

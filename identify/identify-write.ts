@@ -38,6 +38,8 @@ interface MessageClaim {
   call: IdentifyCall;
   /** The messageId's key (messageKeyOf). */
   key: string;
+  /** What the claims are sorted by: the environment, then the key. */
+  order: string;
 }
 
 /**
@@ -55,8 +57,13 @@ export function messageKeyOf(messageKey: string): string {
  */
 function messageClaims(calls: IdentifyCall[]): { byMessage: Map<string, MessageClaim>; sorted: MessageClaim[] } {
   const byMessage = new Map<string, MessageClaim>();
-  for (const c of calls) if (!byMessage.has(messageRef(c))) byMessage.set(messageRef(c), { call: c, key: messageKeyOf(c.messageKey) });
-  const sorted = [...byMessage.values()].sort((x, y) => compare(x.call.envId + x.key, y.call.envId + y.key));
+  for (const c of calls) {
+    const ref = messageRef(c);
+    if (byMessage.has(ref)) continue;
+    const key = messageKeyOf(c.messageKey);
+    byMessage.set(ref, { call: c, key, order: c.envId + key });
+  }
+  const sorted = [...byMessage.values()].sort((x, y) => compare(x.order, y.order));
   return { byMessage, sorted };
 }
 
@@ -68,7 +75,7 @@ function columns<T>(rows: readonly T[], width: number, row: (r: T) => unknown[])
 }
 
 /** The claims' four columns: environment, key, call digest, the user's key bits (an erasure finds the person's claims by them). */
-const claimValues = (claims: MessageClaim[]) => columns(claims, 4, (m) => [m.call.envId, m.key, m.call.input.callDigest, userKeyBits(m.call.userHash)]);
+const claimValues = (claims: MessageClaim[]) => columns(claims, 4, (m) => [m.call.envId, m.key, m.call.input.callDigest, userKeyBits(m.call.userHashHex)]);
 
 /**
  * Inserts the claims of the four arrays from $p on. `skip`: a messageId already claimed is
@@ -218,7 +225,7 @@ SELECT ${PRIOR_COLUMNS}
 export async function readSnapshot(client: pg.PoolClient, calls: IdentifyCall[]): Promise<Snapshot> {
   const { byMessage, sorted: claims } = messageClaims(calls);
   const byUser = new Map<string, { call: IdentifyCall; hash: string }>();
-  for (const c of calls) if (!byUser.has(userRef(c))) byUser.set(userRef(c), { call: c, hash: c.userHash.toString('hex') });
+  for (const c of calls) if (!byUser.has(userRef(c))) byUser.set(userRef(c), { call: c, hash: c.userHashHex });
   const userList = [...byUser.values()];
   // The users' environments and key hashes: the claim statement's $5–$6, the privacy read's $1–$2.
   const userColumns = columns(userList, 2, (u) => [u.call.envId, u.hash]);
@@ -450,7 +457,7 @@ export async function writeCached(client: pg.PoolClient, calls: IdentifyCall[], 
         profiles.map((p) => cached.versions.get(p.id)),
         ...addressClaimAndOutboxValues(plan),
         calls.map((c) => c.envId),
-        calls.map((c) => c.userHash.toString('hex')),
+        calls.map((c) => c.userHashHex),
       ],
     },
     ms,

@@ -11,8 +11,14 @@ export function hashStored(stored: string): Buffer<ArrayBuffer> {
   return hash('sha256', stored, 'buffer') as Buffer<ArrayBuffer>;
 }
 
-/** hashStored as hex, as the statements pass a key (decode(…, 'hex')). */
-export const storedHashHex = (stored: string): string => hashStored(stored).toString('hex');
+/**
+ * hashStored as hex, as the statements pass a key (decode(…, 'hex')). Hex rather than a Buffer:
+ * a Buffer of its own is a native allocation, which cost twice the hash itself.
+ */
+export const storedHashHex = (stored: string): string => hash('sha256', stored, 'hex');
+
+/** The first 64 bits of a hex digest, signed, as the decimal text of an int8 column. */
+export const int8OfHex = (hex: string): string => BigInt.asIntN(64, BigInt(`0x${hex.slice(0, 16)}`)).toString();
 
 /** The 32-byte key of a caller's value (escaped first, exactly as its column stores it). */
 export function identityHash(value: string): Buffer<ArrayBuffer> {

@@ -149,8 +149,10 @@ async function forgetOnce(pool: pg.Pool, options: ForgetOptions): Promise<Forget
     const journeyMessages = await count(`DELETE FROM journey_messages WHERE run_id IN (${runIds})`, [env, hashes]);
     const journeyRuns = await count('DELETE FROM journey_runs WHERE environment_id = $1 AND user_hash = ANY($2::bytea[])', [env, hashes]);
     const identifyMessages =
-      (await count('DELETE FROM identify_messages WHERE environment_id = $1 AND user_key = ANY($2::int8[])', [env, hashes.map(userKeyBits)])) +
-      (await count('DELETE FROM identify_messages_legacy WHERE environment_id = $1 AND user_id = ANY($2::text[])', [env, userKeys]));
+      (await count('DELETE FROM identify_messages WHERE environment_id = $1 AND user_key = ANY($2::int8[])', [
+        env,
+        hashes.map((h) => userKeyBits(h.toString('hex'))),
+      ])) + (await count('DELETE FROM identify_messages_legacy WHERE environment_id = $1 AND user_id = ANY($2::text[])', [env, userKeys]));
 
     const fromProfile = p === null ? NO_PROFILE : await forgetProfile(q, env, p, hashes);
     const outboxIds = fromProfile.outboxIds;

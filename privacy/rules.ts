@@ -4,6 +4,7 @@
 // everything else, by a keyed hash of that key (auditUserHash), so that a candidate user ID
 // alone cannot confirm it.
 import { createHmac } from 'node:crypto';
+import { int8OfHex } from '../platform/identity-hash.ts';
 
 /**
  * The user hash an audit record and every `intake users` output carry: HMAC-SHA256 of the
@@ -15,9 +16,9 @@ export function auditUserHash(secret: Buffer, userHash: Buffer): Buffer {
   return createHmac('sha256', secret).update(userHash).digest();
 }
 
-/** identify_messages.user_key: the first 64 bits of the user's key, signed, as decimal text. */
-export function userKeyBits(userHash: Buffer): string {
-  return userHash.readBigInt64BE(0).toString();
+/** identify_messages.user_key: the first 64 bits of the user's key (as hex), signed, as decimal text. */
+export function userKeyBits(userHashHex: string): string {
+  return int8OfHex(userHashHex);
 }
 
 /** What the operator decided about one user ID of an environment (privacy_users). */

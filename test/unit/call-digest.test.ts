@@ -43,6 +43,35 @@ test('two calls have one digest exactly when userId, timestamp and traits (key o
   t.pass('both properties held');
 });
 
+test('a digest is the one stored before: first 64 bits of SHA-256, signed (identify_messages.call_digest outlives a release)', (t) => {
+  t.is(callDigest('u1', 1000, { plan: 'pro', seats: 3 }), '8330263649830062814');
+  t.is(callDigest('ü\u0000"', null, { b: 'é', a: -0, c: null, d: true, e: 1e21 }), '-3280521370295155832');
+  t.is(callDigest('u', null, { z: [1, { y: 2, x: 1 }] }), '-8247613286683757181');
+});
+
+/** Canonical text written the plain recursive way: what canonicalJson writes, at any shape. */
+function sortedJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(sortedJson).join(',')}]`;
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  const o = value as Record<string, unknown>;
+  return `{${Object.keys(o)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${sortedJson(o[k])}`)
+    .join(',')}}`;
+}
+
+test('canonical text of flat traits (the one-pass path) and of nested ones is the recursive definition', (t) => {
+  const flat = fc.dictionary(fc.string({ maxLength: 4 }), fc.oneof(fc.string(), fc.double(), fc.integer(), fc.boolean(), fc.constant(null)), { maxKeys: 8 });
+  const nested = fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 });
+  // Through JSON text, as traits arrive: own keys only, "__proto__" and integer-like keys among them.
+  const parsed = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
+  fc.assert(
+    fc.property(fc.oneof(flat, nested), (v) => canonicalJson(parsed(v)) === sortedJson(parsed(v))),
+    { numRuns: 3000 },
+  );
+  t.is(canonicalJson(JSON.parse('{"b":1,"10":2,"2":3,"__proto__":4,"a":"\ud800"}')), '{"10":2,"2":3,"__proto__":4,"a":"\\ud800","b":1}');
+});
+
 test('a timestamp present in one call and absent in the other makes them different; so does a userId that only looks alike', (t) => {
   t.not(callDigest('u', null, {}), callDigest('u', 0, {}));
   t.not(callDigest('u\n1', null, {}), callDigest('u', 1, {}));
