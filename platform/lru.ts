@@ -73,6 +73,9 @@ export class Lru<K, V extends Sized> {
 
   /** Evicts the least recently used entries until the budget holds. */
   trim(): void {
+    // Within the budget (nearly always) no iterator is made: a Map's iterator first steps over the
+    // slots its deletes left, which the use order's delete-then-set leaves at its head.
+    if (this.total <= this.maxBytes) return;
     for (const [key, value] of this.entries) {
       if (this.total <= this.maxBytes) return;
       this.entries.delete(key);
