@@ -17,8 +17,11 @@ export function hashStored(stored: string): Buffer<ArrayBuffer> {
  */
 export const storedHashHex = (stored: string): string => hash('sha256', stored, 'hex');
 
-/** The first 64 bits of a hex digest, signed, as the decimal text of an int8 column. */
-export const int8OfHex = (hex: string): string => BigInt.asIntN(64, BigInt(`0x${hex.slice(0, 16)}`)).toString();
+/** The first 64 bits of a hex digest, signed (an advisory lock's key). */
+export const int64OfHex = (hex: string): bigint => BigInt.asIntN(64, BigInt(`0x${hex.slice(0, 16)}`));
+
+/** int64OfHex as the decimal text of an int8 column. */
+export const int8OfHex = (hex: string): string => int64OfHex(hex).toString();
 
 /** The 32-byte key of a caller's value (escaped first, exactly as its column stores it). */
 export function identityHash(value: string): Buffer<ArrayBuffer> {

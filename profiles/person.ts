@@ -19,7 +19,7 @@
 // The user key is the user ID trimmed (the specification stores it so) in its stored text form
 // (pg-text.ts); its SHA-256 keys profile_users, tombstones and journey runs.
 import { hash } from 'node:crypto';
-import { hashStored } from '../platform/identity-hash.ts';
+import { hashStored, int64OfHex } from '../platform/identity-hash.ts';
 import { toPgText } from '../platform/pg-text.ts';
 
 /** The stored key of a user ID as a caller sent it: trimmed, then escaped for PostgreSQL text. */
@@ -45,7 +45,7 @@ export function paddedUserKey(storedUserId: string | null): string | null {
 
 /** A 64-bit advisory lock key (SHA-256 prefix, signed): every advisory lock on a person's data is one. */
 function lockKey(text: string): bigint {
-  return hash('sha256', text, 'buffer').readBigInt64BE(0);
+  return int64OfHex(hash('sha256', text, 'hex'));
 }
 
 /** 1. The environment's lock: shared by event stores and journey work, exclusive by an erasure. */

@@ -2,6 +2,7 @@
 // JavaScript trims it, escaped for PostgreSQL; the lock keys of different kinds never meet; and
 // the migration's SQL copy of the trim (intake_padded_user_key, for rows stored before the
 // column) is the same rule for every UTF-16 code unit, checked against the real PostgreSQL.
+import { createHash } from 'node:crypto';
 import test from 'ava';
 import pg from 'pg';
 import { toPgText } from '../../platform/pg-text.ts';
@@ -40,6 +41,9 @@ test('lock keys of one person differ by kind, environment and value; sortedLocks
   const other = '00000000-0000-0000-0000-000000000002';
   const keys = [environmentLock(env), userLock(env, 'u'), emailLock(env, 'u'), journeyLock(env, 'u'), consentLock(env, 'email', 'marketing', 'u')];
   t.is(new Set(keys).size, keys.length);
+  // The first 64 bits of the SHA-256, signed: gateways of two releases take the same locks.
+  t.is(userLock(env, 'u'), createHash('sha256').update(`user:${env}:u`).digest().readBigInt64BE(0));
+  t.is(environmentLock(env), 2940554898782709996n);
   t.not(userLock(env, 'u'), userLock(other, 'u'));
   t.not(consentLock(env, 'email', 'marketing', 'u'), consentLock(env, 'email', 'tracking', 'u'));
   const sorted = sortedLocks([...keys, keys[0]]);
