@@ -1,7 +1,7 @@
 // What a gateway writes for the dashboard's live view (gateway/live/pages.ts), off the request
-// path: a request pays nothing for it. Identify batches hand over their calls and plan after
-// commit (one array push per batch); once a second the newest LIVE_IDENTIFY_CALLS calls of each
-// environment go to that environment's Redis stream in one pipeline. Every 10 s the answers
+// path: a request pays nothing for it. Identify batches hand over their calls after commit: each
+// takes a slot in its environment's ring of the newest LIVE_IDENTIFY_CALLS, and once a second
+// what the rings took since the last write goes to each environment's Redis stream in one pipeline. Every 10 s the answers
 // counted since the last write (the request metrics' cells) are added to the current minute's
 // hash. A Redis that is away or full costs a skipped write, never a request.
 import type { Config } from '../../platform/config.ts';
@@ -33,6 +33,34 @@ export interface LiveRecorderDeps {
 }
 
 const ROUTES = new Set<string>(LIVE_ROUTES);
+const NO_CHANGES: readonly string[] = [];
+
+/** A call as the live view shows it: its user, messageId, outcome and changed traits' names. */
+type LiveCall = readonly [user: string, messageId: string, outcome: string, changed: readonly string[]];
+
+/**
+ * The newest calls of one environment since the last write, at most `keep`. A ring rather than
+ * the committed batches themselves: a batch's calls hold their bodies, plans and profiles, and
+ * held for the second between writes they outlived two scavenges at any real rate, so V8
+ * promoted them (two thirds of what Identify promoted). A slot is overwritten within
+ * milliseconds under load, so what it held dies young.
+ */
+class CallRing {
+  private readonly slots: LiveCall[] = [];
+  private next = 0;
+  constructor(private readonly keep: number) {}
+
+  add(call: LiveCall): void {
+    this.slots[this.next] = call;
+    this.next = (this.next + 1) % this.keep;
+  }
+
+  /** Oldest first. */
+  calls(): LiveCall[] {
+    return this.slots.length < this.keep ? this.slots : [...this.slots.slice(this.next), ...this.slots.slice(0, this.next)];
+  }
+}
+
 /** How long close() waits for its last write. */
 const CLOSE_WRITE_MS = 1000;
 /** Rates hashes outlive the window a little, so the oldest minute plotted is still whole. */
@@ -41,8 +69,8 @@ const RATES_TTL_S = Math.ceil((LIVE_WINDOW_MS * 2) / 1000);
 export function createLiveRecorder(deps: LiveRecorderDeps): LiveRecorder {
   const { config, redis, log } = deps;
   const keep = config.liveIdentifyCalls;
-  let batches: { calls: IdentifyCall[]; plan: Plan }[] = [];
-  let pendingCalls = 0;
+  /** environment id → its calls since the last write. */
+  let rings = new Map<string, CallRing>();
   const sent = new Map<string, number>();
   let lastWarning = 0;
 
@@ -53,33 +81,15 @@ export function createLiveRecorder(deps: LiveRecorderDeps): LiveRecorder {
     log.warn({ err: (err as Error).message }, 'live view not written');
   };
 
-  /** The newest `keep` calls of each environment in the batches handed over, oldest first. */
-  function takeCalls(): Map<string, [string, string, string, string][]> {
-    const byEnv = new Map<string, [string, string, string, string][]>();
-    const taken = batches;
-    batches = [];
-    pendingCalls = 0;
-    for (let b = taken.length - 1; b >= 0; b--) {
-      const { calls, plan } = taken[b];
-      for (let i = calls.length - 1; i >= 0; i--) {
-        let list = byEnv.get(calls[i].envId);
-        if (!list) byEnv.set(calls[i].envId, (list = []));
-        if (list.length >= keep) continue;
-        list.push([calls[i].input.userId, calls[i].messageId, plan.verdicts[i], JSON.stringify(plan.changed[i] ?? [])]);
-      }
-    }
-    for (const list of byEnv.values()) list.reverse();
-    return byEnv;
-  }
-
   async function writeIdentifyCalls(): Promise<void> {
-    if (!batches.length) return;
-    const byEnv = takeCalls();
+    if (!rings.size) return;
+    const taken = rings;
+    rings = new Map();
     const pipeline = redis.pipeline();
     const oldest = Date.now() - LIVE_WINDOW_MS;
-    for (const [envId, list] of byEnv) {
+    for (const [envId, ring] of taken) {
       const key = identifyCallsKey(liveKeyPrefix(config), envId);
-      for (const [u, m, o, c] of list) pipeline.xadd(key, 'MAXLEN', '~', keep, '*', 'u', u, 'm', m, 'o', o, 'c', c);
+      for (const [u, m, o, c] of ring.calls()) pipeline.xadd(key, 'MAXLEN', '~', keep, '*', 'u', u, 'm', m, 'o', o, 'c', JSON.stringify(c));
       pipeline.xtrim(key, 'MINID', '~', `${oldest}-0`);
       pipeline.pexpire(key, LIVE_WINDOW_MS);
     }
@@ -120,10 +130,13 @@ export function createLiveRecorder(deps: LiveRecorderDeps): LiveRecorder {
   return {
     identifyCommitted(calls, plan) {
       if (keep === 0) return;
-      // Bounded whatever Redis does: beyond a few seconds' worth the oldest batches are dropped.
-      if (pendingCalls > keep * 8 && batches.length > 1) pendingCalls -= batches.shift()!.calls.length;
-      batches.push({ calls, plan });
-      pendingCalls += calls.length;
+      // Bounded whatever Redis does: a ring keeps its environment's newest `keep`.
+      for (let i = 0; i < calls.length; i++) {
+        const call = calls[i];
+        let ring = rings.get(call.envId);
+        if (!ring) rings.set(call.envId, (ring = new CallRing(keep)));
+        ring.add([call.input.userId, call.messageId, plan.verdicts[i], plan.changed[i] ?? NO_CHANGES]);
+      }
     },
     flush: calls.flush,
     async close() {

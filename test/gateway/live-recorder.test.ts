@@ -2,6 +2,8 @@
 // LIVE_IDENTIFY_CALLS calls of each environment, oldest first in the stream, with their outcome
 // and changed traits' names; the rates' counts since the last write; and a Redis that hangs
 // never holds a gateway's shutdown.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import test from 'ava';
 import { identifyCallsKey, minuteOf, ratesKey } from '../../platform/live-keys.ts';
 import { createLogger } from '../../platform/logger.ts';
@@ -66,6 +68,46 @@ test('the newest calls of each environment, with outcome and changed traits, and
   t.deepEqual(await fields('b'), [{ u: 'v1', m: 'm-v1-0', o: 'conflict', c: '[]' }]);
   t.true((await redis.pttl(identifyCallsKey(prefix, 'a'))) > 0, 'the stream expires');
   t.deepEqual(await redis.hgetall(ratesKey(prefix, minuteOf(Date.now()))), { 'identify:200': '4' });
+});
+
+test('a handed-over batch is not held until the write: only what the view shows of its calls is', async (t) => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const redis = await producer();
+  const prefix = testEnv().QUEUE_PREFIX;
+  t.teardown(async () => {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  });
+  const recorder = createLiveRecorder({
+    config: { queuePrefix: prefix, liveIdentifyCalls: 2 },
+    redis,
+    requestTotals: () => [],
+    log,
+    identifyEveryMs: OFF,
+    ratesEveryMs: OFF,
+  });
+  // A committed batch's calls carry their bodies and plans: held for a second, they would outlive the young generation.
+  const handOver = () => {
+    const batch = calls('a', ['u1', 'u2', 'u3']);
+    const committed = plan(['applied', 'applied', 'duplicate'], [['email'], ['plan'], []]);
+    recorder.identifyCommitted(batch, committed);
+    return [new WeakRef(batch), new WeakRef(committed)];
+  };
+  const refs = handOver();
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  gc();
+  t.deepEqual(
+    refs.map((r) => r.deref()),
+    [undefined, undefined],
+  );
+  await recorder.close();
+  const written = (await redis.xrange(identifyCallsKey(prefix, 'a'), '-', '+')).map(([, f]) => f);
+  t.deepEqual(written, [
+    ['u', 'u2', 'm', 'm-u2-1', 'o', 'applied', 'c', '["plan"]'],
+    ['u', 'u3', 'm', 'm-u3-2', 'o', 'duplicate', 'c', '[]'],
+  ]);
 });
 
 test('LIVE_IDENTIFY_CALLS=0 records no call', async (t) => {
