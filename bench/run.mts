@@ -202,7 +202,12 @@ async function main() {
   const want = (name: string) => (ONLY ? ONLY.includes(name) : name !== 'memory');
   const redis = createRedis(config, 'worker');
   const queue = createEventsQueue(config, redis);
-  const countRows = async () => Number((await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM events WHERE environment_id = ${env.id}::uuid`)[0].n);
+  // The bench's own counts go through a connection of their own with no client-side bound: the
+  // service's pool gives a statement 5 s (QUERY_TIMEOUT_MS), and counting the millions of rows the
+  // drain, drop and end to end scenarios leave can take longer while a worker writes beside it.
+  const counts = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
+  const count = async (sql: string, values: unknown[] = []) => Number((await counts.query<{ n: string }>(sql, values)).rows[0].n);
+  const countRows = () => count('SELECT count(*) AS n FROM events WHERE environment_id = $1::uuid', [env.id]);
 
   // The reference and intake's Track are measured alternately, BENCH_ROUNDS (3) rounds each,
   // and compared by their medians: this VM's speed drifts by tens of percent within minutes.
@@ -282,8 +287,7 @@ async function main() {
       start,
       stop,
       report,
-      identifiedUsers: async () =>
-        Number((await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM profile_users WHERE environment_id = ${env.id}::uuid`)[0].n),
+      identifiedUsers: () => count('SELECT count(*) AS n FROM profile_users WHERE environment_id = $1::uuid', [env.id]),
     });
   }
 
@@ -419,7 +423,7 @@ async function main() {
   }
 
   async function relayOutboxBacklog() {
-    const unrelayed = async () => Number((await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM outbox_events WHERE relayed_at IS NULL`)[0].n);
+    const unrelayed = () => count('SELECT count(*) AS n FROM outbox_events WHERE relayed_at IS NULL');
     const serviceEvents = createServiceEventsQueue(config, redis);
     const pending = async (q: { getJobCounts(...types: string[]): Promise<Record<string, number>> }) =>
       Object.values(await q.getJobCounts('waiting', 'active', 'delayed')).reduce((a, b) => a + b, 0);
@@ -633,6 +637,7 @@ async function main() {
   await queue.close();
   redis.disconnect();
   await operator.close();
+  await counts.end();
 
   console.log('\n' + table(rows));
 }
