@@ -1,9 +1,10 @@
 // What a gateway writes for the dashboard's live view (gateway/live/pages.ts), off the request
 // path: a request pays nothing for it. Identify batches hand over their calls after commit: each
 // takes a slot in its environment's ring of the newest LIVE_IDENTIFY_CALLS, and once a second
-// what the rings took since the last write goes to each environment's Redis stream in one pipeline. Every 10 s the answers
-// counted since the last write (the request metrics' cells) are added to the current minute's
-// hash. A Redis that is away or full costs a skipped write, never a request.
+// what the rings took since the last write goes to each environment's Redis stream in one
+// pipeline. Every 10 s the answers counted since the last write (the request metrics' cells) are
+// added to the current minute's hash. A Redis that is away or full costs a skipped write, never a
+// request.
 import type { Config } from '../../platform/config.ts';
 import { identifyCallsKey, LIVE_ROUTES, LIVE_WINDOW_MS, liveKeyPrefix, minuteOf, ratesKey } from '../../platform/live-keys.ts';
 import type { Logger } from '../../platform/logger.ts';
