@@ -27,6 +27,14 @@ const calls = (env: string, users: string[]) =>
   users.map((u, i) => ({ envId: env, messageId: `m-${u}-${i}`, input: { userId: u } })) as unknown as IdentifyCall[];
 const plan = (verdicts: string[], changed: string[][]) => ({ verdicts, changed }) as unknown as Plan;
 
+/** A recorder whose timers never fire (close() writes), keeping `keep` calls per environment. */
+const recorderOf = (
+  redis: Awaited<ReturnType<typeof producer>>,
+  prefix: string,
+  keep: number,
+  requestTotals = () => [] as { route: string; status: string; count: number }[],
+) => createLiveRecorder({ config: { queuePrefix: prefix, liveIdentifyCalls: keep }, redis, requestTotals, log, identifyEveryMs: OFF, ratesEveryMs: OFF });
+
 test('the newest calls of each environment, with outcome and changed traits, and the answers counted since the last write', async (t) => {
   const redis = await producer();
   const prefix = testEnv().QUEUE_PREFIX;
@@ -34,14 +42,7 @@ test('the newest calls of each environment, with outcome and changed traits, and
     { route: 'identify', status: '200', count: 5 },
     { route: 'track', status: '202', count: 7 },
   ];
-  const recorder = createLiveRecorder({
-    config: { queuePrefix: prefix, liveIdentifyCalls: 3 },
-    redis,
-    requestTotals: () => totals,
-    log,
-    identifyEveryMs: OFF,
-    ratesEveryMs: OFF,
-  });
+  const recorder = recorderOf(redis, prefix, 3, () => totals);
   t.teardown(async () => {
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length) await redis.del(...keys);
@@ -80,14 +81,7 @@ test('a handed-over batch is not held until the write: only what the view shows 
     if (keys.length) await redis.del(...keys);
     redis.disconnect();
   });
-  const recorder = createLiveRecorder({
-    config: { queuePrefix: prefix, liveIdentifyCalls: 2 },
-    redis,
-    requestTotals: () => [],
-    log,
-    identifyEveryMs: OFF,
-    ratesEveryMs: OFF,
-  });
+  const recorder = recorderOf(redis, prefix, 2);
   // A committed batch's calls carry their bodies and plans: held for a second, they would outlive the young generation.
   const handOver = () => {
     const batch = calls('a', ['u1', 'u2', 'u3']);
@@ -114,14 +108,7 @@ test('LIVE_IDENTIFY_CALLS=0 records no call', async (t) => {
   const redis = await producer();
   t.teardown(() => redis.disconnect());
   const prefix = testEnv().QUEUE_PREFIX;
-  const recorder = createLiveRecorder({
-    config: { queuePrefix: prefix, liveIdentifyCalls: 0 },
-    redis,
-    requestTotals: () => [],
-    log,
-    identifyEveryMs: OFF,
-    ratesEveryMs: OFF,
-  });
+  const recorder = recorderOf(redis, prefix, 0);
   recorder.identifyCommitted(calls('a', ['u1']), plan(['applied'], [['x']]));
   await recorder.close();
   t.is(await redis.exists(identifyCallsKey(prefix, 'a')), 0);
