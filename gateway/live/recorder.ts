@@ -34,7 +34,6 @@ export interface LiveRecorderDeps {
 }
 
 const ROUTES = new Set<string>(LIVE_ROUTES);
-const NO_CHANGES: readonly string[] = [];
 
 /** A call as the live view shows it: its user, messageId, outcome and changed traits' names. */
 type LiveCall = readonly [user: string, messageId: string, outcome: string, changed: readonly string[]];
@@ -136,7 +135,7 @@ export function createLiveRecorder(deps: LiveRecorderDeps): LiveRecorder {
         const call = calls[i];
         let ring = rings.get(call.envId);
         if (!ring) rings.set(call.envId, (ring = new CallRing(keep)));
-        ring.add([call.input.userId, call.messageId, plan.verdicts[i], plan.changed[i] ?? NO_CHANGES]);
+        ring.add([call.input.userId, call.messageId, plan.verdicts[i], plan.changed[i]]);
       }
     },
     flush: calls.flush,
