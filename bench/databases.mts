@@ -1,5 +1,6 @@
-// The databases the bench scenarios make for themselves: dropped at the end of a run, whoever
-// is still connected (a process the run killed may hold a connection until PostgreSQL notices).
+// The databases the bench scenarios make for themselves: dropped at the end of a run (npm run
+// bench's at the start of the next), whoever is still connected (a process the run killed may
+// hold a connection until PostgreSQL notices).
 import pg from 'pg';
 
 /** Drops the database that `url` names, connecting to `postgres` on the same server to do it. */

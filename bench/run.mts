@@ -36,6 +36,7 @@ import { createPartitionsFor, dropEventPartition, eventPartitions, STORAGE_MAINT
 import { partitionName } from '../events/partition-plan.ts';
 import { createEventsQueue, createServiceEventsQueue, eventBatchName, type QueuedEvent } from '../events/jobs.ts';
 import { createRedis } from '../platform/redis.ts';
+import { dropDatabase } from './databases.mts';
 import { runScript, runWrk, startProcess, stopProcess } from './processes.mts';
 import { summarizeProfile } from './cpu-profile.mts';
 import { serverPids } from './cpu-usage.mts';
@@ -189,6 +190,10 @@ async function load(
 async function main() {
   requireWrk();
   console.error(`bench: ${DURATION}s per round, ${CONNECTIONS} connections, prefix ${prefix}`);
+  // A new database each run: a run leaves millions of rows (drain, drop, end to end), and a
+  // worker writing into indexes earlier runs grew is measured against a reference that writes
+  // into an empty copy.
+  await dropDatabase(DATABASE_URL);
   await migrate(DATABASE_URL);
   const config = loadConfig({ ...process.env, DATABASE_URL, REDIS_URL, QUEUE_PREFIX: prefix });
   const db = createDb(config);

@@ -107,16 +107,9 @@ export async function dropEventPartition(client: Sql, partition: EventPartition 
   let identitiesRemoved = 0;
   for (let after: string | null = '-1'; after !== null;) {
     const batchStarted = performance.now();
-    const { rows }: { rows: { last: string | null; removed: number }[] } = await client.query(
-      `WITH part AS (SELECT id, environment_id, message_hash, received_at FROM "${name}" WHERE id > $1::bigint ORDER BY id LIMIT ${MAINTENANCE_BATCH}),
-            removed AS (DELETE FROM event_ids i USING part
-                        WHERE i.environment_id = part.environment_id AND i.message_hash = part.message_hash AND i.received_at = part.received_at
-                        RETURNING 1)
-       SELECT (SELECT max(id) FROM part)::text AS last, (SELECT count(*) FROM removed)::int AS removed`,
-      [after],
-    );
-    identitiesRemoved += rows[0].removed;
-    after = rows[0].last;
+    const batch = await removeIdentitiesAfter(client, name, after);
+    identitiesRemoved += batch.removed;
+    after = batch.last;
     // As long a pause as the batch took: the removal takes at most half of one PostgreSQL core
     // from the inserts and reads going on meanwhile.
     if (after !== null) await new Promise((r) => setTimeout(r, performance.now() - batchStarted));
@@ -124,6 +117,33 @@ export async function dropEventPartition(client: Sql, partition: EventPartition 
   const started = performance.now();
   await client.query(`DROP TABLE "${name}"`);
   return { partition: name, detachMs, dropMs: performance.now() - started, identitiesRemoved };
+}
+
+/**
+ * One batch of a detached day's identities: the next MAINTENANCE_BATCH events after id `after`.
+ * A batch is bounded and event_ids is not, so each identity is a probe of its primary key.
+ * Hash and merge joins are off for the statement because a planner without statistics of
+ * event_ids (autovacuum off, or a bulk load not yet analyzed) picked a hash join over a
+ * sequential scan of the whole table: seconds a batch at millions of identities.
+ */
+async function removeIdentitiesAfter(client: Sql, partition: string, after: string): Promise<{ last: string | null; removed: number }> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off');
+    const { rows } = await client.query<{ last: string | null; removed: number }>(
+      `WITH part AS (SELECT id, environment_id, message_hash, received_at FROM "${partition}" WHERE id > $1::bigint ORDER BY id LIMIT ${MAINTENANCE_BATCH}),
+            removed AS (DELETE FROM event_ids i USING part
+                        WHERE i.environment_id = part.environment_id AND i.message_hash = part.message_hash AND i.received_at = part.received_at
+                        RETURNING 1)
+       SELECT (SELECT max(id) FROM part)::text AS last, (SELECT count(*) FROM removed)::int AS removed`,
+      [after],
+    );
+    await client.query('COMMIT');
+    return rows[0];
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
+  }
 }
 
 /** Identify's messageId records older than `days` (with their pre-digest parts), one batch; returns how many. */
