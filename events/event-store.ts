@@ -1,6 +1,6 @@
 import { isNoPartitionFor, poolOf, type Db } from '../platform/db.ts';
 import { pgArrayLiteral } from '../platform/pg-array.ts';
-import { hashStored } from '../platform/identity-hash.ts';
+import { hashStored, storedHashHex } from '../platform/identity-hash.ts';
 import { fromPgText, toPgText } from '../platform/pg-text.ts';
 import { retentionCutoff } from './partition-plan.ts';
 import { paddedUserKey } from '../profiles/person.ts';
@@ -54,7 +54,8 @@ export async function insertEventsOnce(db: Db, rows: EventRow[], window: Identit
   const col = <K extends keyof EventRow>(k: K) => list.map((r) => r[k]);
   const text = (values: (string | null)[]) => values.map((v) => (v === null ? null : toPgText(v)));
   const messageIds = text(col('messageId')) as string[];
-  const hashes = messageIds.map(hashStored);
+  // Hex, decoded by the statement: a Buffer each would be a native allocation, then hex again in node-postgres.
+  const hashes = messageIds.map(storedHashHex);
   const userIds = text(col('userId'));
   // The node-postgres pool, not Prisma: a batch is 14 arrays of up to WORKER_BATCH_MAX values,
   // and Prisma's adapter would cost more client time than the statement's own work. Named, so
@@ -104,8 +105,8 @@ export async function insertEventsOnce(db: Db, rows: EventRow[], window: Identit
 // messageId keeps is the one answered first.
 const INSERT_EVENTS = `
   WITH batch AS MATERIALIZED (
-    SELECT e, m, h, n, u, a, t, to_timestamp(r / 1000.0)::timestamptz(3) AS r, p, s, w, l, d, x, k, to_timestamp(c / 1000.0)::timestamptz(3) AS c
-    FROM unnest($1::uuid[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::float8[], $9::text[], $10::text[],
+    SELECT e, m, decode(h, 'hex') AS h, n, u, a, t, to_timestamp(r / 1000.0)::timestamptz(3) AS r, p, s, w, l, d, x, k, to_timestamp(c / 1000.0)::timestamptz(3) AS c
+    FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::float8[], $9::text[], $10::text[],
                 $11::bool[], $12::text[], $13::bool[], $14::text[], $15::text[], $16::float8[])
          AS batch(e, m, h, n, u, a, t, r, p, s, w, l, d, x, k, c)
   ), claimed AS (

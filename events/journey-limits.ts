@@ -104,12 +104,49 @@ export function mayDriveJourneys(e: { userId: string | null }, limits: JourneyLi
   return limits.within && hasId(e.userId);
 }
 
-/** What the events table records of an event for journeys (worker) and `events get` shows of a queued one. */
-export function journeyEligibility(e: { properties: unknown; userId: string | null; anonymousId: string | null }): {
+/**
+ * JSON.stringify writes at most this many bytes for one UTF-16 unit of the JSON text a value
+ * was parsed from: a lone surrogate (one unit) is written `\uXXXX`; a number such as `9e20`
+ * (4 units, 21 bytes) comes second; everything else writes no more than it was given.
+ */
+const MAX_BYTES_PER_UNIT = 6;
+const LONGEST_PLAIN_TEXT = Math.floor(JOURNEY_LIMIT_BYTES / MAX_BYTES_PER_UNIT);
+
+/**
+ * Whether an event's JSON text (the stored payload it was parsed from) shows it within every
+ * limit without the walk, which on ordinary events is most of a worker's CPU for an event:
+ * - too_large: properties and IDs are disjoint parts of the text, so the measure is at most
+ *   MAX_BYTES_PER_UNIT bytes a unit of it;
+ * - null_character: JSON text can write a NUL in a key or a string only as `\u0000`;
+ * - too_deep: a container at depth d has d opening brackets before it, the event's own besides.
+ * Sufficient, not necessary (an escaped backslash before `u0000`, brackets inside strings): any
+ * other text takes the walk.
+ */
+export function plainlyWithinLimits(text: string): boolean {
+  if (text.length > LONGEST_PLAIN_TEXT || text.includes('\\u0000')) return false;
+  const objects = occurrences(text, '{', JOURNEY_MAX_DEPTH);
+  return objects + occurrences(text, '[', JOURNEY_MAX_DEPTH - objects) <= JOURNEY_MAX_DEPTH;
+}
+
+/** How many times `char` occurs in `text`, counted up to one past `limit`. */
+function occurrences(text: string, char: string, limit: number): number {
+  let n = 0;
+  for (let i = text.indexOf(char); i !== -1 && n <= limit; i = text.indexOf(char, i + 1)) n++;
+  return n;
+}
+
+/**
+ * What the events table records of an event for journeys (worker) and `events get` shows of a
+ * queued one. `text`: the JSON text `e` was parsed from, when there is one (plainlyWithinLimits).
+ */
+export function journeyEligibility(
+  e: { properties: unknown; userId: string | null; anonymousId: string | null },
+  text?: string,
+): {
   withinLimits: boolean;
   limitReason: string | null;
   drivesJourneys: boolean;
 } {
-  const limits = checkJourneyLimits(e);
+  const limits = text !== undefined && plainlyWithinLimits(text) ? WITHIN : checkJourneyLimits(e);
   return { withinLimits: limits.within, limitReason: limits.within ? null : limits.reason, drivesJourneys: mayDriveJourneys(e, limits) };
 }

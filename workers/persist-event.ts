@@ -41,7 +41,7 @@ export function toEventRow(queued: QueuedEvent, status: EventStatus = 'processed
     receivedAt: queued.receivedAt,
     payload: queued.payload,
     status,
-    ...journeyEligibility(event),
+    ...journeyEligibility(event, queued.payload),
     error,
   };
 }

@@ -100,7 +100,7 @@ function queuedEvent(payload: string) {
   } catch {
     return { withinLimits: false, limitReason: null, drivesJourneys: false, event: payload };
   }
-  return { ...journeyEligibility(event), event };
+  return { ...journeyEligibility(event, payload), event };
 }
 
 /** A job's payload as JSON, or as the raw text when it is not. */

@@ -1,5 +1,12 @@
 import test from 'ava';
-import { checkJourneyLimits, JOURNEY_LIMIT_BYTES, JOURNEY_MAX_DEPTH, mayDriveJourneys } from '../../events/journey-limits.ts';
+import {
+  checkJourneyLimits,
+  journeyEligibility,
+  JOURNEY_LIMIT_BYTES,
+  JOURNEY_MAX_DEPTH,
+  mayDriveJourneys,
+  plainlyWithinLimits,
+} from '../../events/journey-limits.ts';
 import type { JourneyLimits } from '../../events/journey-limits.ts';
 import { stringifyJson } from '../../platform/json-text.ts';
 
@@ -181,4 +188,93 @@ test('mayDriveJourneys needs both the limits and a userId with content', (t) => 
   t.false(mayDriveJourneys({ userId: 'u' }, TOO_LARGE));
   t.false(mayDriveJourneys({ userId: 'u' }, TOO_DEEP));
   t.false(mayDriveJourneys({ userId: 'u' }, NULL_CHARACTER));
+});
+
+// plainlyWithinLimits: what a worker reads off an event's stored text before walking it.
+
+/** An event's text as a payload stores it, with `properties` written as given (raw JSON text). */
+const eventText = (propertiesText: string, userId = 'user-1') =>
+  `{"type":"track","messageId":"m-1","event":"Order Completed","userId":${JSON.stringify(userId)},"anonymousId":null,"timestamp":"2026-01-01T10:00:00.000Z","properties":${propertiesText},"context":{},"integrations":{}}`;
+
+/** The walk's verdict on the event a text holds. */
+const walked = (text: string) => {
+  const e = JSON.parse(text) as { properties: unknown; userId: string | null; anonymousId: string | null };
+  return checkJourneyLimits(e);
+};
+
+/** The longest text the shortcut takes, and the filler that brings a text to `length` units. */
+const LONGEST = Math.floor(JOURNEY_LIMIT_BYTES / 6);
+const fillTo = (length: number, around: (filler: string) => string) => around('x'.repeat(length - around('').length));
+
+test('an ordinary event is plainly within the limits, without the walk', (t) => {
+  const text = eventText('{"plan":"pro","price":49.5,"items":[{"sku":"A-100","qty":2}],"referrer":"https://example.com/?utm_source=news"}');
+  t.true(plainlyWithinLimits(text));
+  t.deepEqual(walked(text), WITHIN);
+});
+
+test('the shortcut holds where serialization writes the most for the text: lone surrogates and long-written numbers', (t) => {
+  // A lone surrogate is one unit of text and six bytes as serialized: the worst case.
+  const exact = eventText(`{"s":"${'\ud800'.repeat(LONGEST - eventText('{"s":""}').length)}"}`);
+  t.is(exact.length, LONGEST);
+  t.true(plainlyWithinLimits(exact));
+  t.deepEqual(walked(exact), WITHIN);
+  // `9e20` is four units and 21 bytes as serialized.
+  const numbers = eventText(`[${Array.from({ length: Math.floor((LONGEST - eventText('[]').length) / 5) }, () => '9e20').join(',')}]`);
+  t.true(plainlyWithinLimits(numbers));
+  t.deepEqual(walked(numbers), WITHIN);
+  // One unit longer is the walk's to judge, whatever it holds.
+  t.false(plainlyWithinLimits(fillTo(LONGEST + 1, (f) => eventText(`{"s":"${f}"}`))));
+  t.deepEqual(walked(fillTo(LONGEST + 1, (f) => eventText(`{"s":"${f}"}`))), WITHIN);
+});
+
+test('a NUL written in the text, or anything like it, goes to the walk', (t) => {
+  const nul = eventText('{"s":"a\\u0000b"}');
+  t.false(plainlyWithinLimits(nul));
+  t.deepEqual(walked(nul), NULL_CHARACTER);
+  const key = eventText('{"a\\u0000":1}');
+  t.false(plainlyWithinLimits(key));
+  t.deepEqual(walked(key), NULL_CHARACTER);
+  // An escaped backslash before `u0000` is no NUL: the walk finds it within.
+  const lookalike = eventText('{"s":"\\\\u0000"}');
+  t.false(plainlyWithinLimits(lookalike));
+  t.deepEqual(walked(lookalike), WITHIN);
+});
+
+test('nesting up to the depth limit counted in brackets: deeper, or brackets inside strings, go to the walk', (t) => {
+  const nested = (levels: number) => eventText(stringifyJson(nestedObjects(levels)));
+  // Every opening bracket of the text counts: the event's own, its context's and integrations'.
+  t.true(plainlyWithinLimits(nested(JOURNEY_MAX_DEPTH - 3)));
+  t.deepEqual(walked(nested(JOURNEY_MAX_DEPTH - 3)), WITHIN);
+  t.false(plainlyWithinLimits(nested(JOURNEY_MAX_DEPTH - 2)));
+  t.deepEqual(walked(nested(JOURNEY_MAX_DEPTH)), WITHIN);
+  t.false(plainlyWithinLimits(nested(JOURNEY_MAX_DEPTH + 1)));
+  t.deepEqual(walked(nested(JOURNEY_MAX_DEPTH + 1)), TOO_DEEP);
+  const inStrings = eventText(`{"s":"${'['.repeat(JOURNEY_MAX_DEPTH)}"}`);
+  t.false(plainlyWithinLimits(inStrings));
+  t.deepEqual(walked(inStrings), WITHIN);
+});
+
+test('with its text or without it, an event gets the same eligibility (seeded random events)', (t) => {
+  let seed = 41;
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+  const pick = <T>(xs: T[]) => xs[Math.floor(random() * xs.length)];
+  // As written inside a JSON string: raw characters, a raw lone surrogate, and escapes.
+  const strings = ['', 'a', 'é', '😀', '\ud800', '\\"', '\\\\', '\\u0000', '\\u0001', '\\ud800', '[', '{', 'x'.repeat(2000)];
+  const value = (depth: number): string => {
+    const kind = random();
+    if (depth > 0 && kind < 0.25)
+      return `{${Array.from({ length: Math.floor(random() * 4) }, (_, i) => `"${pick(strings)}${i}":${value(depth - 1)}`).join(',')}}`;
+    if (depth > 0 && kind < 0.45) return `[${Array.from({ length: Math.floor(random() * 4) }, () => value(depth - 1)).join(',')}]`;
+    if (kind < 0.7) return `"${pick(strings)}"`;
+    return pick(['0', '-1.5', '9e20', '1e-7', 'true', 'false', 'null']);
+  };
+  let plain = 0;
+  for (let i = 0; i < 3000; i++) {
+    const text = eventText(value(1 + Math.floor(random() * 8)), pick(['user-1', 'ü'.repeat(100)]));
+    const event = JSON.parse(text) as { properties: unknown; userId: string | null; anonymousId: string | null };
+    if (plainlyWithinLimits(text)) plain++;
+    t.deepEqual(journeyEligibility(event, text), journeyEligibility(event), text.slice(0, 200));
+  }
+  // Both kinds were met: the shortcut's and the walk's.
+  t.true(plain >= 100 && 3000 - plain >= 100, `${plain} of 3000 plainly within`);
 });
