@@ -141,7 +141,8 @@ async function removeIdentitiesAfter(client: Sql, partition: string, after: stri
     await client.query('COMMIT');
     return rows[0];
   } catch (error) {
-    await client.query('ROLLBACK');
+    // The batch's own error is the one to report, even when the connection is gone too.
+    await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   }
 }
