@@ -96,15 +96,16 @@ async function runBatch(
     const cached = cache?.snapshotFor(calls);
     if (cached) {
       const plan = await planOf(json, calls, cached.snapshot, now, historyFrom);
-      const version = !fitsCachedWrite(plan)
-        ? null
-        : await writeCached(client, calls, cached, plan).catch((err: unknown) => {
-            // Stale, a messageId claimed before (23505), or refused for its data: the locked path below
-            // reads what is stored (and isolates a bad call).
-            if (sqlState(err) !== null) return null;
-            throw err;
-          });
-      if (version !== null) return committed(plan, version);
+      if (fitsCachedWrite(plan)) {
+        const version = await writeCached(client, calls, cached, plan).catch((err: unknown) => {
+          // Stale, a messageId claimed before (23505), or refused for its data: the locked path below
+          // reads what is stored (and isolates a bad call).
+          if (sqlState(err) !== null) return null;
+          throw err;
+        });
+        cache?.tried(version !== null);
+        if (version !== null) return committed(plan, version);
+      }
     }
     const snap = await readSnapshot(client, calls);
     let plan = await planOf(json, calls, snap, now, historyFrom);

@@ -6,10 +6,14 @@
 // batch takes the locked path, which reads what is stored and refreshes the entry.
 // An xmin repeats only after 2^32 transactions; an entry is rewritten or evicted long before.
 //
+// A batch tries the cache only while most of its recent tries succeeded (cache-gate.ts): behind
+// several gateways sharing users, most would be stale.
+//
 // The budget is in heap bytes (platform/heap-size.ts): a profile's strings, objects and boxed
 // numbers, and each of its users' key and Map entry. A profile's users are evicted with it.
 import { arrayBytes, asciiBytes, EMPTY_LITERAL_BYTES, MAP_ENTRY_BYTES, NUMBER_BYTES, objectBytes, stringBytes } from '../platform/heap-size.ts';
 import { Lru } from '../platform/lru.ts';
+import { CacheGate } from './cache-gate.ts';
 import type { LatestClaims, Snapshot, StoredProfile } from './identify-plan.ts';
 import { userRef, type IdentifyCall, type Plan } from './identify-plan.ts';
 
@@ -62,6 +66,8 @@ export class ProfileCache {
   private readonly profiles: Lru<string, Entry>;
   /** userRef → the entry of its profile. */
   private readonly users = new Map<string, Entry>();
+  /** Whether a batch tries the cached path, from how the recent tries went. */
+  private readonly gate = new CacheGate();
 
   /** `maxBytes`: the heap the cached profiles and their users may take. */
   constructor(maxBytes: number) {
@@ -71,7 +77,7 @@ export class ProfileCache {
   /**
    * The batch's snapshot when every call can be planned from the cache: each user's profile is
    * held, and no call needs what the cache does not keep (consent decisions and address history,
-   * profiles a joinable email may join). Null otherwise.
+   * profiles a joinable email may join), and the gate lets the batch try. Null otherwise.
    */
   snapshotFor(calls: IdentifyCall[]): CachedSnapshot | null {
     const users = new Map<string, string>();
@@ -86,7 +92,13 @@ export class ProfileCache {
       profiles.set(entry.profile.id, entry.profile);
       versions.set(entry.profile.id, entry.version);
     }
+    if (!this.gate.shouldTry()) return null;
     return { snapshot: { users, profiles, priors: new Map(), decisions: null }, versions };
+  }
+
+  /** A cached write's outcome: written at the cached versions, or fallen back to the locked path (a profile changed since, a messageId used before). */
+  tried(succeeded: boolean): void {
+    this.gate.record(succeeded);
   }
 
   /** What a committed batch wrote, at `version` (the writing transaction's id). */

@@ -10,6 +10,7 @@ import { createDb, poolOf } from '../../platform/db.ts';
 import { applyIdentifyBatch } from '../../identify/identify-batch.ts';
 import { messageKeyOf } from '../../identify/identify-write.ts';
 import { toIdentifyCall, type IdentifyCall } from '../../identify/identify-plan.ts';
+import { PROBE_EVERY } from '../../identify/cache-gate.ts';
 import { ProfileCache } from '../../identify/profile-cache.ts';
 import type { ConsentDecisionInput, IdentifyInput } from '../../identify/validation.ts';
 import { request } from '../helpers/http.ts';
@@ -251,6 +252,44 @@ test('a batch of cached profiles is one round trip; one whose row changed since 
   relay.resetRoundTrips();
   t.deepEqual(await applyIdentifyBatch(pool, batch(4), { cache }), Array(20).fill('applied'));
   t.is(relay.roundTrips(), 1, 'the locked path refreshed the cache');
+});
+
+test('a cache another writer keeps making stale is tried one batch in PROBE_EVERY, and again in every batch once it is current', async (t) => {
+  const tenant = await newTenant(h);
+  const { pool, relay } = await countedPool(t);
+  const cache = new ProfileCache(1_000_000);
+  let round = 0;
+  /** A batch over the same 10 users; the round trips it took. */
+  const apply = async () => {
+    round++;
+    const calls = Array.from({ length: 10 }, (_, i) => call(tenant, input(`gate-${i}`, { round })));
+    relay.resetRoundTrips();
+    t.deepEqual(await applyIdentifyBatch(pool, calls, { cache }), Array(10).fill('applied'));
+    return relay.roundTrips();
+  };
+  // As another gateway would: a write to one of the batch's profiles behind this cache's back.
+  const otherWriter = () => poolOf(h.db).query(`UPDATE profiles SET email = NULL WHERE id = $1`, [userProfileId]);
+  t.is(await apply(), 2, 'new users: the locked path');
+  const userProfileId = (await profileOf(tenant, 'gate-0')).id;
+
+  const stale: number[] = [];
+  for (let i = 0; i < 3 * PROBE_EVERY; i++) {
+    await otherWriter();
+    stale.push(await apply());
+  }
+  t.is(stale[0], 3, 'a stale cache: the cached write, then the locked path');
+  const closedFrom = stale.indexOf(2);
+  t.true(closedFrom > 0 && closedFrom <= 5, `straight to the locked path from batch ${closedFrom}`);
+  const tried = stale.slice(closedFrom).filter((n) => n === 3).length;
+  t.true(tried >= 1 && tried <= 3, `${tried} probes in ${stale.length - closedFrom} batches`);
+
+  // The other writer stops: the next probe succeeds, and every batch takes the one round trip again.
+  const after: number[] = [];
+  for (let i = 0; i < PROBE_EVERY + 5; i++) after.push(await apply());
+  const reopened = after.indexOf(1);
+  t.true(reopened >= 0 && reopened < PROBE_EVERY, `a probe succeeded at batch ${reopened}`);
+  t.deepEqual(after.slice(reopened), Array(after.length - reopened).fill(1));
+  t.is((await profileOf(tenant, 'gate-9')).fields.round, round);
 });
 
 test('a cached batch with messageIds already used answers duplicate and conflict as the locked path does', async (t) => {
