@@ -15,7 +15,7 @@
 // BENCH_DURATION (seconds per load round, default 10), BENCH_CONNECTIONS (default 50),
 // BENCH_PROFILE=1 (CPU profiles of the gateway and the drain's worker, summarized at the end),
 // BENCH_DRAIN_EVENTS (default 100000), BENCH_ONLY (comma list of scenario names: reference,
-// track, identify, profiles, drain, drain-gateway, drop, e2e, cluster, memory), BENCH_MEMORY_SECONDS (default 300),
+// track, identify, identify-shared, profiles, drain, drain-gateway, drop, e2e, cluster, memory), BENCH_MEMORY_SECONDS (default 300),
 // BENCH_FILL_SECONDS (20: drain-gateway's queue fill), BENCH_DROP_EVENTS (2000000), BENCH_DROP_SECONDS (30)
 // and BENCH_CLUSTER_SECONDS (20).
 import { execFileSync, type ChildProcess } from 'node:child_process';
@@ -187,6 +187,67 @@ async function load(
   };
 }
 
+/**
+ * Identify through two gateways at once over the same 10,000 users, as behind a load balancer
+ * (a user's calls land on either), with the profile cache (the default) and without it
+ * (IDENTIFY_CACHE_MB=0), in alternating rounds. Where the other gateway wrote, a gateway's cache
+ * is stale: what the cache costs there is what identify/cache-gate.ts bounds.
+ */
+async function benchIdentifyShared(slug: string, apiKey: string) {
+  const timestamp = new Date().toISOString();
+  const setups: { name: string; env: Record<string, string> }[] = [
+    { name: 'profile cache', env: {} },
+    { name: 'IDENTIFY_CACHE_MB=0', env: { IDENTIFY_CACHE_MB: '0' } },
+  ];
+  const pairs = await Promise.all(
+    setups.map(async (setup) => ({
+      ...setup,
+      gateways: await Promise.all([0, 1].map(() => start(['bin/intake.js', 'gateway'], serviceEnv(setup.env), /gateway listening/))),
+      runs: [] as Load[],
+    })),
+  );
+  const round = async (pair: (typeof pairs)[number], tag: string): Promise<Load> => {
+    const loads = await Promise.all(
+      pair.gateways.map((g, j) =>
+        wrkLoad(
+          `http://127.0.0.1:${g.port}/api/identify/${slug}`,
+          'identify.lua',
+          { BENCH_RUN_ID: `${prefix}-shared-${tag}-${j}`, BENCH_API_KEY: apiKey, BENCH_TIMESTAMP: timestamp },
+          { connections: Math.ceil(CONNECTIONS / 2) },
+        ),
+      ),
+    );
+    const ok = loads.reduce((n, l) => n + l.ok, 0);
+    const duration = Math.max(...loads.map((l) => l.duration));
+    return {
+      reqPerSec: Math.round(ok / duration),
+      p50: Math.max(...loads.map((l) => l.p50)),
+      p99: Math.max(...loads.map((l) => l.p99)),
+      errors: loads.reduce((n, l) => n + l.errors, 0),
+      ok,
+      duration,
+    };
+  };
+  try {
+    for (const [i, pair] of pairs.entries()) await round(pair, `warm${i}`);
+    for (let r = 0; r < Number(process.env.BENCH_ROUNDS ?? 3); r++) for (const [i, pair] of pairs.entries()) pair.runs.push(await round(pair, `${i}-${r}`));
+  } finally {
+    await Promise.all(pairs.flatMap((p) => p.gateways.map((g) => stop(g.child))));
+  }
+  const [cached, uncached] = pairs.map((p) => medianRound(p.runs));
+  for (const [k, pair] of pairs.entries()) {
+    const m = k === 0 ? cached : uncached;
+    report({
+      scenario: `Identify, 2 gateways at once over the same 10K users, ${pair.name}`,
+      'req/s': m.reqPerSec,
+      'p99 ms': m.p99,
+      errors: m.errors,
+      ...(k === 0 ? { 'x no cache': Math.round((cached.reqPerSec / uncached.reqPerSec) * 100) / 100 } : {}),
+      runs: roundsText(pair.runs),
+    });
+  }
+}
+
 async function main() {
   requireWrk();
   console.error(`bench: ${DURATION}s per round, ${CONNECTIONS} connections, prefix ${prefix}`);
@@ -295,6 +356,8 @@ async function main() {
       identifiedUsers: () => count('SELECT count(*) AS n FROM profile_users WHERE environment_id = $1::uuid', [env.id]),
     });
   }
+
+  if (want('identify-shared')) await benchIdentifyShared(slug, key);
 
   // Identify's calls leave outbox rows (profile_fields_changed) that a worker relays as service events.
   // Relayed and stored here, before the worker scenarios, so that they measure Track's events
