@@ -45,6 +45,7 @@ import { medianOf, medianRound, roundsText } from './medians.mts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DRAIN_EVENTS = Number(process.env.BENCH_DRAIN_EVENTS ?? 100_000);
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const PROFILE = process.env.BENCH_PROFILE === '1';
@@ -230,22 +231,20 @@ async function benchIdentifyShared(slug: string, apiKey: string) {
   };
   try {
     for (const [i, pair] of pairs.entries()) await round(pair, `warm${i}`);
-    for (let r = 0; r < Number(process.env.BENCH_ROUNDS ?? 3); r++) for (const [i, pair] of pairs.entries()) pair.runs.push(await round(pair, `${i}-${r}`));
+    for (let r = 0; r < ROUNDS; r++) for (const [i, pair] of pairs.entries()) pair.runs.push(await round(pair, `${i}-${r}`));
   } finally {
     await Promise.all(pairs.flatMap((p) => p.gateways.map((g) => stop(g.child))));
   }
   const [cached, uncached] = pairs.map((p) => medianRound(p.runs));
-  for (const [k, pair] of pairs.entries()) {
-    const m = k === 0 ? cached : uncached;
-    report({
-      scenario: `Identify, 2 gateways at once over the same 10K users, ${pair.name}`,
-      'req/s': m.reqPerSec,
-      'p99 ms': m.p99,
-      errors: m.errors,
-      ...(k === 0 ? { 'x no cache': Math.round((cached.reqPerSec / uncached.reqPerSec) * 100) / 100 } : {}),
-      runs: roundsText(pair.runs),
-    });
-  }
+  const row = (pair: (typeof pairs)[number], m: Load) => ({
+    scenario: `Identify, 2 gateways at once over the same 10K users, ${pair.name}`,
+    'req/s': m.reqPerSec,
+    'p99 ms': m.p99,
+    errors: m.errors,
+    runs: roundsText(pair.runs),
+  });
+  report({ ...row(pairs[0], cached), 'x no cache': Math.round((cached.reqPerSec / uncached.reqPerSec) * 100) / 100 });
+  report(row(pairs[1], uncached));
 }
 
 async function main() {
@@ -275,9 +274,8 @@ async function main() {
   const count = async (sql: string, values: unknown[] = []) => Number((await counts.query<{ n: string }>(sql, values)).rows[0].n);
   const countRows = () => count('SELECT count(*) AS n FROM events WHERE environment_id = $1::uuid', [env.id]);
 
-  // The reference and intake's Track are measured alternately, BENCH_ROUNDS (3) rounds each,
-  // and compared by their medians: this VM's speed drifts by tens of percent within minutes.
-  const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+  // The reference and intake's Track are measured alternately, ROUNDS rounds each, and compared
+  // by their medians: this VM's speed drifts by tens of percent within minutes.
   let reference: Load | undefined;
   let plainReference: Load | undefined;
   let trackMax = 0;
