@@ -13,6 +13,15 @@
 // 4: with the default caches, 130 MB past the bound at the soak's peak. The processes of a
 // multi-process gateway get the same heap as node flags (gatewayHeapFlags), for their share of
 // the caches.
+//
+// And its old generation grows to twice what is live between full collections
+// (OLD_GENERATION_GROWTH_FLAG), where V8's own factor was about 1.4 under the cap. Under Identify
+// the profile cache's entries live about a second (while the users cycle) and are promoted, ~800
+// bytes a call: at V8's factor a mark-compact came every ~2 s, each with 4–12 ms of pause and as
+// much again of marking steps on the thread, every connection's call held meanwhile, and that was
+// Identify's p99 (docs/performance.md). At 2 they come every ~6 s. The memory bound does not
+// move: V8 never grows past halfway from what is live to the cap, whatever the factor.
+import v8 from 'node:v8';
 import { isMainThread, parentPort, Worker, workerData, type ResourceLimits } from 'node:worker_threads';
 
 const MARK = 'intakeGatewayThread';
@@ -31,14 +40,17 @@ export const youngGenerationMb = (semiSpaceMb: number) => semiSpaceMb * 3;
  */
 const OLD_GENERATION_FLOOR_MB = 512;
 
+/** V8's flag for its old-generation growth factor (1 + percent / 100): process-wide, read at each full collection. */
+export const OLD_GENERATION_GROWTH_FLAG = '--heap-growing-percent=100';
+
 /**
  * The gateway's old generation, in MB, for caches of `cachesMb` (IDENTIFY_CACHE_MB +
- * KEY_CACHE_MB): 256 MB and three times the caches, at least the floor. V8 grows an old
- * generation capped under 2 GB to 1.3 (at 256 MB) to 2 times what is live before a full
- * collection (1.4 at the floor), and never past halfway from what is live to its cap. A cache MB
- * adds at most 1 MB live and 3 MB of cap: halfway, 2 MB between collections, the bound's factor,
- * whatever V8's own multiple. And the caches never bring what is live near the cap: they leave
- * 256 MB and twice themselves for the rest.
+ * KEY_CACHE_MB): 256 MB and three times the caches, at least the floor. The gateway's old
+ * generation grows to twice what is live before a full collection (OLD_GENERATION_GROWTH_FLAG;
+ * V8's own factor under such a cap is 1.3 to 2), and never past halfway from what is live to
+ * its cap. A cache MB adds at most 1 MB live and 3 MB of cap: halfway, 2 MB between
+ * collections, the bound's factor, whatever the multiple. And the caches never bring what is
+ * live near the cap: they leave 256 MB and twice themselves for the rest.
  */
 export function oldGenerationMb(cachesMb: number): number {
   return Math.max(OLD_GENERATION_FLOOR_MB, 256 + 3 * cachesMb);
@@ -56,7 +68,7 @@ export function gatewayHeapLimits(semiSpaceMb: number, cachesMb: number): Resour
  */
 export function gatewayHeapFlags(semiSpaceMb: number, cachesMb: number): string[] {
   const semiSpace = semiSpaceMb > 0 ? [`--max-semi-space-size=${semiSpaceMb}`] : [];
-  return [...semiSpace, `--max-old-space-size=${oldGenerationMb(cachesMb)}`];
+  return [...semiSpace, `--max-old-space-size=${oldGenerationMb(cachesMb)}`, OLD_GENERATION_GROWTH_FLAG];
 }
 
 /**
@@ -66,6 +78,8 @@ export function gatewayHeapFlags(semiSpaceMb: number, cachesMb: number): string[
 export function runOnGatewayThread(argv: string[], semiSpaceMb: number, cachesMb: number): Promise<number> {
   // The `intake` command this process was started as (bin/intake.js): the thread chooses the
   // same code to run (the build or the sources, bin/sources.js) from the same environment.
+  // V8's flags are the process's: set here, the growth factor holds for the thread's heap too.
+  v8.setFlagsFromString(OLD_GENERATION_GROWTH_FLAG);
   const thread = new Worker(process.argv[1], { argv, workerData: { [MARK]: true }, resourceLimits: gatewayHeapLimits(semiSpaceMb, cachesMb) });
   // Signals reach the main thread only: the first of each is the thread's cue to drain and stop
   // (cli/intake.ts absorbs the later ones while it does).

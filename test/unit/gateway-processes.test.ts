@@ -81,14 +81,14 @@ test("each process's heap: the young generation as GATEWAY_SEMI_SPACE_MB asks, t
   t.deepEqual(processHeap(loadConfig({ GATEWAY_PROCESSES: '2' })), {
     youngGenerationMb: 96,
     oldGenerationMb: 512,
-    flags: ['--max-semi-space-size=32', '--max-old-space-size=512'],
+    flags: ['--max-semi-space-size=32', '--max-old-space-size=512', '--heap-growing-percent=100'],
   });
   // Shares of 100 + 8 MB: 256 + 3 × 108. The whole caches' 216 MB would give 904.
   t.like(processHeap(loadConfig({ GATEWAY_PROCESSES: '2', IDENTIFY_CACHE_MB: '200', KEY_CACHE_MB: '16' })), { oldGenerationMb: 580 });
   t.like(processHeap(loadConfig({ GATEWAY_PROCESSES: '4', IDENTIFY_CACHE_MB: '1024', KEY_CACHE_MB: '16' })), { oldGenerationMb: 1036 });
   t.deepEqual(
     processHeap(loadConfig({ GATEWAY_PROCESSES: '2', GATEWAY_SEMI_SPACE_MB: '0' })),
-    { youngGenerationMb: null, oldGenerationMb: 512, flags: ['--max-old-space-size=512'] },
+    { youngGenerationMb: null, oldGenerationMb: 512, flags: ['--max-old-space-size=512', '--heap-growing-percent=100'] },
     'node keeps its young generation; the old one is capped all the same',
   );
 });
