@@ -164,6 +164,20 @@ interface Load {
   duration: number;
 }
 
+/** Loads run at the same time against several servers, as one: their answers added up over the longest, their worst latencies. */
+function atOnce(loads: Load[]): Load {
+  const ok = loads.reduce((n, l) => n + l.ok, 0);
+  const duration = Math.max(...loads.map((l) => l.duration));
+  return {
+    reqPerSec: Math.round(ok / duration),
+    p50: Math.max(...loads.map((l) => l.p50)),
+    p99: Math.max(...loads.map((l) => l.p99)),
+    errors: loads.reduce((n, l) => n + l.errors, 0),
+    ok,
+    duration,
+  };
+}
+
 async function load(
   url: string,
   opts: { headers?: Record<string, string>; requests?: unknown[]; method?: 'GET' | 'POST'; connections?: number; duration?: number; overallRate?: number },
@@ -207,28 +221,19 @@ async function benchIdentifyShared(slug: string, apiKey: string) {
       runs: [] as Load[],
     })),
   );
-  const round = async (pair: (typeof pairs)[number], tag: string): Promise<Load> => {
-    const loads = await Promise.all(
-      pair.gateways.map((g, j) =>
-        wrkLoad(
-          `http://127.0.0.1:${g.port}/api/identify/${slug}`,
-          'identify.lua',
-          { BENCH_RUN_ID: `${prefix}-shared-${tag}-${j}`, BENCH_API_KEY: apiKey, BENCH_TIMESTAMP: timestamp },
-          { connections: Math.ceil(CONNECTIONS / 2) },
+  const round = async (pair: (typeof pairs)[number], tag: string): Promise<Load> =>
+    atOnce(
+      await Promise.all(
+        pair.gateways.map((g, j) =>
+          wrkLoad(
+            `http://127.0.0.1:${g.port}/api/identify/${slug}`,
+            'identify.lua',
+            { BENCH_RUN_ID: `${prefix}-shared-${tag}-${j}`, BENCH_API_KEY: apiKey, BENCH_TIMESTAMP: timestamp },
+            { connections: Math.ceil(CONNECTIONS / 2) },
+          ),
         ),
       ),
     );
-    const ok = loads.reduce((n, l) => n + l.ok, 0);
-    const duration = Math.max(...loads.map((l) => l.duration));
-    return {
-      reqPerSec: Math.round(ok / duration),
-      p50: Math.max(...loads.map((l) => l.p50)),
-      p99: Math.max(...loads.map((l) => l.p99)),
-      errors: loads.reduce((n, l) => n + l.errors, 0),
-      ok,
-      duration,
-    };
-  };
   try {
     for (const [i, pair] of pairs.entries()) await round(pair, `warm${i}`);
     for (let r = 0; r < ROUNDS; r++) for (const [i, pair] of pairs.entries()) pair.runs.push(await round(pair, `${i}-${r}`));
@@ -667,27 +672,27 @@ async function main() {
         const workers = await Promise.all([0, 1].map(() => start(['bin/intake.js', 'worker'], env, /worker started/)));
         const startRows = await countRows();
         const cpuBefore = await redisCpu(setup.admins);
-        const runs = await Promise.all(
-          gateways.map((g, j) =>
-            wrkTrack(`http://127.0.0.1:${g.port}/api/track/${slug}`, {
-              runId: `${prefix}-cluster${i}-${j}`,
-              apiKey: key,
-              duration: seconds,
-              connections: Math.ceil(CONNECTIONS / 2),
-            }),
+        const run = atOnce(
+          await Promise.all(
+            gateways.map((g, j) =>
+              wrkTrack(`http://127.0.0.1:${g.port}/api/track/${slug}`, {
+                runId: `${prefix}-cluster${i}-${j}`,
+                apiKey: key,
+                duration: seconds,
+                connections: Math.ceil(CONNECTIONS / 2),
+              }),
+            ),
           ),
         );
         const cpu = (await redisCpu(setup.admins)) - cpuBefore;
         const stored = (await countRows()) - startRows;
-        const accepted = runs.reduce((n, r) => n + r.ok, 0);
-        const duration = Math.max(...runs.map((r) => r.duration));
         report({
           scenario: `Track, 2 gateways + 2 workers, ${setup.name}, ${seconds} s`,
-          'accepted/s': Math.round(accepted / duration),
-          'stored/s': Math.round(stored / duration),
-          'p99 ms': Math.max(...runs.map((r) => r.p99)),
-          'Redis CPU µs/event (all servers)': Math.round((cpu / Math.max(1, accepted)) * 1e7) / 10,
-          errors: runs.reduce((n, r) => n + r.errors, 0),
+          'accepted/s': run.reqPerSec,
+          'stored/s': Math.round(stored / run.duration),
+          'p99 ms': run.p99,
+          'Redis CPU µs/event (all servers)': Math.round((cpu / Math.max(1, run.ok)) * 1e7) / 10,
+          errors: run.errors,
         });
         await Promise.all([...gateways, ...workers].map((p) => stop(p.child)));
       }

@@ -15,7 +15,7 @@
 // the caches.
 //
 // And its old generation grows to twice what is live between full collections
-// (OLD_GENERATION_GROWTH_FLAG), where V8's own factor was about 1.4 under the cap. Under Identify
+// (OLD_GENERATION_GROWTH_FLAG), where V8's own factor is about 1.4 under the cap. Under Identify
 // the profile cache's entries live about a second (while the users cycle) and are promoted, ~800
 // bytes a call: at V8's factor a mark-compact came every ~2 s, each with 4–12 ms of pause and as
 // much again of marking steps on the thread, every connection's call held meanwhile, and that was
